@@ -1,0 +1,255 @@
+"""The grammar IR: a context-free grammar whose terminals are regular expressions (lexemes).
+
+Every front-end (regex, GBNF, Lark, JSON Schema, choice, token automaton) produces a `Grammar`:
+named rules whose bodies are expressions built from
+
+- `Lex`     a lexeme: any string of a regular language (`grammask.ir.regex`),
+- `Token`   one special token (by name or id) or, for token-level automata, one token id,
+- `Ref`     another rule (recursion is allowed and unbounded),
+- `Seq`, `Alt`, `Rep` sequence, choice and bounded/unbounded repetition.
+
+The language is plain context-free over bytes: a lexeme boundary may fall anywhere the grammar
+allows one (there is no maximal-munch lexer), so front-ends may split or merge lexemes freely
+without changing what is accepted. Build expressions with the functions below, which simplify as
+they go (adjacent lexemes in a sequence merge into one lexeme, for instance).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from grammask.errors import GrammarError
+from grammask.ir import regex as rx
+
+__all__ = [
+    "Alt",
+    "Expr",
+    "Grammar",
+    "Lex",
+    "Ref",
+    "Rep",
+    "Seq",
+    "Token",
+    "alt",
+    "lex",
+    "literal",
+    "opt",
+    "plus",
+    "ref",
+    "rep",
+    "seq",
+    "star",
+    "token",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Lex:
+    """Any string of the regular language `regex`."""
+
+    regex: rx.RegexNode
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    """Exactly one token, named by its text (a special token such as `<|python_tag|>`) or by id.
+
+    Special tokens never match grammar text; this is the only way a grammar can emit one.
+    """
+
+    token: str | int
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    """The rule called `name`."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Seq:
+    items: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Alt:
+    items: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Rep:
+    """`item` between `min` and `max` times (`max` None: unbounded)."""
+
+    item: Expr
+    min: int
+    max: int | None
+
+
+Expr = Lex | Token | Ref | Seq | Alt | Rep
+
+EMPTY_SEQ = Seq(())
+#: Matches nothing: a choice with no alternatives.
+FAIL = Alt(())
+
+
+def lex(node: rx.RegexNode) -> Expr:
+    if node == rx.NOTHING:
+        return FAIL
+    return EMPTY_SEQ if node == rx.EMPTY else Lex(node)
+
+
+def literal(text: str) -> Expr:
+    return lex(rx.literal(text))
+
+
+def token(t: str | int) -> Expr:
+    return Token(t)
+
+
+def ref(name: str) -> Expr:
+    return Ref(name)
+
+
+def seq(*items: Expr) -> Expr:
+    """Sequence; nested sequences flatten and adjacent lexemes merge into one lexeme."""
+    flat: list[Expr] = []
+    for item in items:
+        if item == FAIL:
+            return FAIL
+        for sub in item.items if isinstance(item, Seq) else (item,):
+            if isinstance(sub, Lex) and flat and isinstance(flat[-1], Lex):
+                flat[-1] = Lex(rx.concat(flat[-1].regex, sub.regex))
+            else:
+                flat.append(sub)
+    return flat[0] if len(flat) == 1 else Seq(tuple(flat))
+
+
+def alt(*items: Expr) -> Expr:
+    """Choice; nested choices flatten, duplicates drop, and an all-lexeme choice becomes one lexeme."""
+    flat: list[Expr] = []
+    for item in items:
+        for sub in item.items if isinstance(item, Alt) else (item,):
+            if sub not in flat:
+                flat.append(sub)
+    if flat and all(isinstance(x, Lex) or x == EMPTY_SEQ for x in flat):
+        return lex(rx.alt(*(x.regex if isinstance(x, Lex) else rx.EMPTY for x in flat)))
+    return flat[0] if len(flat) == 1 else Alt(tuple(flat))
+
+
+def rep(item: Expr, min: int, max: int | None) -> Expr:
+    if max is not None and max < min:
+        return FAIL
+    if max == 0 or item == EMPTY_SEQ:
+        return EMPTY_SEQ
+    if min == max == 1:
+        return item
+    if isinstance(item, Lex):
+        return lex(rx.repeat(item.regex, min, max))
+    return Rep(item, min, max)
+
+
+def opt(item: Expr) -> Expr:
+    return rep(item, 0, 1)
+
+
+def star(item: Expr) -> Expr:
+    return rep(item, 0, None)
+
+
+def plus(item: Expr) -> Expr:
+    return rep(item, 1, None)
+
+
+@dataclass
+class Grammar:
+    """A start rule and named rules. Front-ends build one; `grammask.compile` turns it into masks.
+
+    `Grammar.from_regex`, `from_ebnf`, `from_lark`, `choice`, `from_transitions`,
+    `from_json_schema`, `from_pydantic` and `json` are the ways to make one.
+    """
+
+    rules: dict[str, Expr]
+    start: str = "root"
+    #: Notes on what a lenient front-end dropped (for example an unenforceable JSON Schema keyword).
+    warnings: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.start not in self.rules:
+            raise GrammarError(f"the start rule {self.start!r} is not defined")
+        for name, body in self.rules.items():
+            for missing in _refs(body) - self.rules.keys():
+                raise GrammarError(f"rule {name!r} refers to undefined rule {missing!r}")
+
+    # The constructors below import their front-end lazily: the IR depends on no front-end.
+
+    @classmethod
+    def from_regex(cls, pattern: str) -> Grammar:
+        """Text matching `pattern` as a whole (Python `re` syntax; `^`/`$` allowed at the ends)."""
+        from grammask.frontends.regex import grammar_from_regex
+
+        return grammar_from_regex(pattern)
+
+    @classmethod
+    def from_ebnf(cls, text: str, start: str = "root") -> Grammar:
+        """A llama.cpp GBNF grammar."""
+        from grammask.frontends.ebnf import grammar_from_ebnf
+
+        return grammar_from_ebnf(text, start=start)
+
+    @classmethod
+    def from_lark(cls, text: str, start: str = "start") -> Grammar:
+        """A grammar in the documented subset of Lark syntax (see docs/grammars.md)."""
+        from grammask.frontends.lark import grammar_from_lark
+
+        return grammar_from_lark(text, start=start)
+
+    @classmethod
+    def choice(cls, options: list[str]) -> Grammar:
+        """Exactly one of `options`."""
+        from grammask.frontends.choice import grammar_from_choice
+
+        return grammar_from_choice(options)
+
+    @classmethod
+    def from_transitions(
+        cls,
+        initial_state: int,
+        transitions: list[tuple[int, int, int]],
+        accepting_states: list[int] | set[int],
+    ) -> Grammar:
+        """An explicit automaton over token ids: `(state, token_id, next_state)` edges."""
+        from grammask.frontends.transitions import grammar_from_transitions
+
+        return grammar_from_transitions(initial_state, transitions, accepting_states)
+
+    @classmethod
+    def from_json_schema(
+        cls, schema: dict | str | bool, *, whitespace: object = "flexible", lenient: bool = False
+    ) -> Grammar:
+        """JSON text valid under `schema` (see docs/json_schema.md for keywords and limits)."""
+        from grammask.frontends.json_schema import grammar_from_json_schema
+
+        return grammar_from_json_schema(schema, whitespace=whitespace, lenient=lenient)
+
+    @classmethod
+    def from_pydantic(cls, model: type, *, whitespace: object = "flexible", lenient: bool = False) -> Grammar:
+        """JSON text valid for a pydantic model class (through its JSON Schema)."""
+        from grammask.frontends.json_schema import grammar_from_pydantic
+
+        return grammar_from_pydantic(model, whitespace=whitespace, lenient=lenient)
+
+    @classmethod
+    def json(cls, *, whitespace: object = "flexible") -> Grammar:
+        """Any JSON value."""
+        return cls.from_json_schema(True, whitespace=whitespace)
+
+
+def _refs(expr: Expr) -> set[str]:
+    if isinstance(expr, Ref):
+        return {expr.name}
+    if isinstance(expr, (Seq, Alt)):
+        return set().union(*(_refs(i) for i in expr.items)) if expr.items else set()
+    if isinstance(expr, Rep):
+        return _refs(expr.item)
+    return set()
