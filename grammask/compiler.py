@@ -1,0 +1,79 @@
+"""Grammar + vocabulary → `CompiledGrammar`: the immutable, shareable half of constrained decoding.
+
+A compiled grammar holds the parser (vocabulary-independent) and the token-mask computer for one
+vocabulary, with their caches. Many matchers, in many threads, can share one. `compile` keeps the
+most recently used compiled grammars, keyed by grammar and vocabulary fingerprint.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+from grammask.engine.masks import MaskComputer
+from grammask.engine.parser import Parser
+from grammask.errors import GrammarError
+from grammask.ir.grammar import Grammar, Token
+from grammask.ir.normalise import BNF, normalise
+from grammask.limits import DEFAULT_LIMITS, Limits
+from grammask.vocab import Vocabulary
+
+__all__ = ["CompiledGrammar", "compile"]
+
+
+class CompiledGrammar:
+    """A grammar compiled against a vocabulary. Make one with `grammask.compile`."""
+
+    def __init__(self, grammar: Grammar, vocab: Vocabulary, limits: Limits = DEFAULT_LIMITS) -> None:
+        self.grammar = grammar
+        self.vocab = vocab
+        self.limits = limits
+        #: What a lenient front-end dropped (e.g. an unenforceable JSON Schema keyword).
+        self.warnings: list[str] = list(grammar.warnings)
+        bnf = normalise(grammar, limits)
+        self.parser = Parser(bnf, _token_ids(bnf, vocab), limits)
+        self.masks = MaskComputer(self.parser, vocab)
+
+    def matcher(self):
+        """A fresh matcher at the start of the grammar."""
+        from grammask.matcher import Matcher
+
+        return Matcher(self)
+
+
+def _token_ids(bnf: BNF, vocab: Vocabulary) -> list[tuple[int, ...]]:
+    ids: list[tuple[int, ...]] = []
+    for term in bnf.terminals:
+        if not isinstance(term, Token):
+            ids.append(())
+        elif isinstance(term.token, int):
+            if not 0 <= term.token < vocab.size:
+                raise GrammarError(f"token id {term.token} is outside the vocabulary (size {vocab.size})")
+            ids.append((term.token,))
+        else:
+            try:
+                ids.append((vocab.token_id(term.token),))
+            except KeyError:
+                raise GrammarError(f"the vocabulary has no token {term.token!r}") from None
+    return ids
+
+
+_cache: OrderedDict[tuple, CompiledGrammar] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def compile(grammar: Grammar, vocab: Vocabulary, *, limits: Limits | None = None) -> CompiledGrammar:
+    """Compile `grammar` for `vocab` (cached: the same grammar and vocabulary give the same object)."""
+    limits = limits or DEFAULT_LIMITS
+    key = (grammar.start, tuple(grammar.rules.items()), tuple(grammar.warnings), vocab.fingerprint, limits)
+    with _cache_lock:
+        found = _cache.get(key)
+        if found is not None:
+            _cache.move_to_end(key)
+            return found
+    compiled = CompiledGrammar(grammar, vocab, limits)
+    with _cache_lock:
+        _cache[key] = compiled
+        while len(_cache) > limits.max_cached_grammars:
+            _cache.popitem(last=False)
+    return compiled

@@ -1,0 +1,219 @@
+"""Exact token masks: which tokens may come next from a parser `Config`.
+
+A token is allowed when its bytes can be consumed from the config. For one scan `(earley_set, q)`
+the bytes first run through that set's lexer from state `q`; two things can happen:
+
+- the lexer stays alive to the token's last byte: the token is allowed whatever the context. These
+  tokens depend only on `(lexer, q)`; one walk down the token trie finds them all (`TokenWalk`).
+- the lexer accepts after a proper prefix of the token: the lexeme may end there, the parser moves on
+  (`Parser.complete`) and the rest of the token must be valid from the new Earley set. The same walk
+  lists these *split candidates* (token, offset, lexer state); they are checked against the parser,
+  all at once with numpy, recursing through as many lexemes as the token spans.
+
+The walk is vectorised level by level over the trie and pruned at dead nodes. Results are cached per
+`(lexer, q)` (context-free part) and per scan (with context), and the whole mask per `Config`, so a
+parse that returns to a known state pays one array copy.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+
+from grammask.engine.lexer import Lexer
+from grammask.engine.parser import Config, EarleySet, Parser
+from grammask.vocab import TokenTrie, Vocabulary
+
+__all__ = ["MaskComputer", "TokenWalk"]
+
+
+@dataclass(frozen=True)
+class TokenWalk:
+    """What one lexer state does to every text token, independent of the parser context."""
+
+    alive: np.ndarray  # bool [vocab.size]: tokens that keep the lexer alive to their end
+    split_tokens: np.ndarray  # int32: tokens whose prefix is a complete lexeme...
+    split_offsets: np.ndarray  # ... of this many bytes ...
+    split_states: np.ndarray  # ... ending in this accepting lexer state
+
+
+_trie_indexes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _trie_index(trie: TokenTrie) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per node: its children's range (contiguous, as nodes are sorted by depth, parent, byte) and
+    the range in `sorted_tokens` of the tokens strictly below it. Computed once per trie."""
+    found = _trie_indexes.get(trie)
+    if found is None:
+        counts = np.bincount(trie.parent[1:], minlength=trie.n_nodes)
+        child_end = np.cumsum(counts) + 1
+        found = (
+            child_end - counts,
+            child_end,
+            (trie.node_lo + trie.node_end_count).astype(np.int64),
+            trie.node_hi.astype(np.int64),
+        )
+        _trie_indexes[trie] = found
+    return found
+
+
+class MaskComputer:
+    """Token masks for the configs of one parser over one vocabulary."""
+
+    def __init__(self, parser: Parser, vocab: Vocabulary) -> None:
+        self.parser = parser
+        self.vocab = vocab
+        self.trie = vocab.trie
+        self.size = vocab.size
+        self.words = (vocab.size + 31) // 32
+        self._first_child, self._child_end, self._below_lo, self._below_hi = _trie_index(self.trie)
+        self._has_below = self._below_hi > self._below_lo
+        self._parent = self.trie.parent.astype(np.int32)
+        self._byte = self.trie.byte.astype(np.int32)
+        self._eos = np.array(vocab.eos_ids, dtype=np.int64)
+        self._walks: dict[tuple[int, int], TokenWalk] = {}
+        self._scan_masks: dict[tuple[int, int], np.ndarray] = {}
+
+    # -- public -----------------------------------------------------------------------------------
+
+    def mask(self, config: Config) -> np.ndarray:
+        """The packed int32 bitmask of `config` (cached on it; do not modify)."""
+        found = config.mask
+        if found is None:
+            allowed = np.zeros(self.size, dtype=bool)
+            for earley_set, state in config.scans:
+                allowed |= self._scan_allowed(earley_set, state)
+            if config.accepting:
+                allowed[self._eos] = True
+            found = self.pack(allowed)
+            config.mask = found
+        return found
+
+    def pack(self, allowed: np.ndarray) -> np.ndarray:
+        packed = np.packbits(allowed, bitorder="little")
+        out = np.zeros(self.words * 4, dtype=np.uint8)
+        out[: len(packed)] = packed
+        return out.view(np.int32)
+
+    def longest_token_at(self, data: bytes, start: int) -> tuple[int, int]:
+        """The longest text token that `data[start:]` begins with, and its length ((-1, 0) if none)."""
+        trie = self.trie
+        node, best = 0, (-1, 0)
+        for length, byte in enumerate(data[start:], 1):
+            lo, hi = int(self._first_child[node]), int(self._child_end[node])
+            i = lo + int(np.searchsorted(trie.byte[lo:hi], byte))
+            if i >= hi or trie.byte[i] != byte:
+                break
+            node = i
+            if trie.node_end_count[node]:
+                best = (int(trie.sorted_tokens[trie.node_lo[node]]), length)
+        return best
+
+    # -- per scan ---------------------------------------------------------------------------------
+
+    def _scan_allowed(self, earley_set: EarleySet, state: int) -> np.ndarray:
+        key = (id(earley_set), state)
+        cache = self._scan_masks
+        found = cache.get(key)
+        if found is not None and found[0] is earley_set:
+            return found[1]
+        allowed = np.zeros(self.size, dtype=bool)
+        lexer = earley_set.lexer
+        if lexer is not None:
+            walk = self.walk(lexer, state)
+            allowed |= walk.alive
+            if walk.split_tokens.size:
+                todo = ~allowed[walk.split_tokens]
+                ok = self._after_lexeme(
+                    earley_set, lexer, walk.split_tokens[todo], walk.split_offsets[todo], walk.split_states[todo]
+                )
+                allowed[walk.split_tokens[todo][ok]] = True
+        if state == 1 and earley_set.tokens:
+            allowed[np.fromiter(earley_set.tokens, dtype=np.int64)] = True
+        if len(cache) >= self.parser.limits.max_cached_masks:
+            cache.clear()
+        cache[key] = (earley_set, allowed)
+        return allowed
+
+    def walk(self, lexer: Lexer, state: int) -> TokenWalk:
+        key = (id(lexer), state)
+        found = self._walks.get(key)
+        if found is None:
+            found = self._walk(lexer, state)
+            self._walks[key] = found
+        return found
+
+    def _walk(self, lexer: Lexer, start: int) -> TokenWalk:
+        trie = self.trie
+        # One gather per trie level: a node's state is its parent's state stepped by its byte.
+        # The dead state maps to itself, so dead subtrees need no pruning.
+        table = lexer.transitions.ravel()
+        node_state = np.zeros(trie.n_nodes, dtype=np.int32)
+        node_state[0] = start
+        bounds = trie.depth_start
+        for depth in range(1, len(bounds) - 1):
+            lo, hi = int(bounds[depth]), int(bounds[depth + 1])
+            parents = node_state[self._parent[lo:hi]]
+            if not parents.any():
+                break
+            node_state[lo:hi] = table[parents * 256 + self._byte[lo:hi]]
+        token_node = trie.token_node
+        alive = np.zeros(self.size, dtype=bool)
+        has_node = token_node >= 0
+        alive[has_node] = node_state[token_node[has_node]] != 0
+        # Split candidates: tokens strictly below a node where a lexeme is complete.
+        nodes = np.flatnonzero(lexer.accepting[node_state] & self._has_below)
+        nodes = nodes[nodes > 0]
+        lo, hi = self._below_lo[nodes], self._below_hi[nodes]
+        counts = hi - lo
+        positions = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+        tokens = trie.sorted_tokens[positions].astype(np.int64)
+        offsets = np.repeat(trie.depth[nodes], counts).astype(np.int64)
+        states = np.repeat(node_state[nodes], counts)
+        return TokenWalk(alive, tokens, offsets, states)
+
+    # -- across lexeme boundaries -----------------------------------------------------------------
+
+    def _after_lexeme(
+        self, earley_set: EarleySet, lexer: Lexer, tokens: np.ndarray, offsets: np.ndarray, states: np.ndarray
+    ) -> np.ndarray:
+        """For each token, whether its bytes from `offset` on can follow once the lexeme that
+        started at `earley_set` ends in lexer state `state`."""
+        ok = np.zeros(len(tokens), dtype=bool)
+        for state in np.unique(states).tolist():
+            chosen = np.flatnonzero(states == state)
+            made = self.parser.complete(earley_set, lexer.accepts[state])
+            ok[chosen] = self._suffix_valid(made, tokens[chosen], offsets[chosen])
+        return ok
+
+    def _suffix_valid(self, earley_set: EarleySet, tokens: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """Whether each token's bytes from its offset (non-empty) can start at the fresh lexeme
+        boundary `earley_set`."""
+        ok = np.zeros(len(tokens), dtype=bool)
+        lexer = earley_set.lexer
+        if lexer is None or not len(tokens):
+            return ok
+        trie = self.trie
+        table, accepting = lexer.transitions, lexer.accepting
+        index = np.arange(len(tokens))
+        starts = trie.token_start[tokens]
+        ends = trie.token_len[tokens].astype(np.int64)
+        position = offsets.astype(np.int64)
+        state = np.ones(len(tokens), dtype=np.int32)
+        while index.size:
+            state = table[state, trie.flat_bytes[starts[index] + position]]
+            live = state != 0
+            index, state, position = index[live], state[live], position[live] + 1
+            finished = position == ends[index]
+            ok[index[finished]] = True
+            going = ~finished
+            split = going & accepting[state]
+            if split.any():
+                chosen = np.flatnonzero(split)
+                sub = self._after_lexeme(earley_set, lexer, tokens[index[chosen]], position[chosen], state[chosen])
+                ok[index[chosen[sub]]] = True
+                going &= ~ok[index]
+            index, state, position = index[going], state[going], position[going]
+        return ok

@@ -1,0 +1,185 @@
+"""Matchers: the per-sequence state of constrained decoding.
+
+A `Matcher` follows one sequence through a `CompiledGrammar`: it says which tokens may come next
+(`fill_bitmask`, `allowed_token_ids`), takes the token the model chose (`advance`), can step back
+(`rollback`, for speculative decoding) and tells what the grammar forces next (`forced_bytes`,
+`forced_tokens`, for jump-forward). Its state is a short history of immutable parser configs, so
+`copy` is cheap and matchers sharing one compiled grammar never interfere, even across threads.
+A `BatchMatcher` fills one bitmask for a batch whose rows have different grammars, or none.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from grammask.bitmask import unpack_bitmask
+from grammask.compiler import CompiledGrammar
+from grammask.engine.parser import Config
+
+__all__ = ["BatchMatcher", "Matcher"]
+
+#: History entry meaning "an end-of-sequence token was accepted".
+_FINISHED = None
+
+
+class Matcher:
+    """Which tokens may come next, for one sequence."""
+
+    def __init__(self, compiled: CompiledGrammar) -> None:
+        self.compiled = compiled
+        self._parser = compiled.parser
+        self._masks = compiled.masks
+        self._vocab = compiled.vocab
+        self._eos = frozenset(compiled.vocab.eos_ids)
+        self._max_history = compiled.limits.max_rollback_tokens + 1
+        self._history: list[Config | None] = [self._parser.initial]
+        self._eos_mask = self._masks.pack(np.isin(np.arange(compiled.vocab.size), list(self._eos)))
+
+    # -- state ------------------------------------------------------------------------------------
+
+    @property
+    def _config(self) -> Config | None:
+        return self._history[-1]
+
+    def _push(self, config: Config | None) -> None:
+        self._history.append(config)
+        if len(self._history) > self._max_history:
+            del self._history[0]
+
+    def is_finished(self) -> bool:
+        """Whether an end-of-sequence token has been accepted."""
+        return self._config is _FINISHED
+
+    def can_finish(self) -> bool:
+        """Whether the text so far is complete, so an end-of-sequence token is allowed."""
+        config = self._config
+        return config is not _FINISHED and config.accepting
+
+    def reset(self) -> None:
+        self._history = [self._parser.initial]
+
+    def copy(self) -> Matcher:
+        twin = Matcher.__new__(Matcher)
+        twin.__dict__.update(self.__dict__)
+        twin._history = list(self._history)
+        return twin
+
+    # -- masks ------------------------------------------------------------------------------------
+
+    def _mask(self) -> np.ndarray:
+        config = self._config
+        return self._eos_mask if config is _FINISHED else self._masks.mask(config)
+
+    def fill_bitmask(self, bitmask, row: int = 0) -> None:
+        """Write the allowed tokens into row `row` of a packed int32 bitmask (numpy or torch).
+
+        After an end-of-sequence token only end-of-sequence tokens stay allowed (padding).
+        """
+        mask = self._mask()
+        if isinstance(bitmask, np.ndarray):
+            bitmask[row, : len(mask)] = mask
+        else:
+            torch = sys.modules["torch"]
+            bitmask[row, : len(mask)].copy_(torch.from_numpy(mask), non_blocking=True)
+
+    def allowed_token_ids(self) -> np.ndarray:
+        return np.flatnonzero(unpack_bitmask(self._mask(), self._vocab.size)).astype(np.int32)
+
+    def is_allowed(self, token_id: int) -> bool:
+        mask = self._mask()
+        return 0 <= token_id < self._vocab.size and bool((int(mask[token_id >> 5]) >> (token_id & 31)) & 1)
+
+    # -- moving -----------------------------------------------------------------------------------
+
+    def advance(self, token_id: int) -> bool:
+        """Take one token. Returns False, changing nothing, if the token is not allowed."""
+        config = self._config
+        if config is _FINISHED or not 0 <= token_id < self._vocab.size:
+            return False
+        vocab = self._vocab
+        text = vocab.token_bytes[token_id] if token_id < len(vocab.token_bytes) else b""
+        after = self._parser.step_token(config, token_id, text, bool(vocab.is_special[token_id]))
+        if after is None:
+            if token_id in self._eos and config.accepting:
+                self._push(_FINISHED)
+                return True
+            return False
+        self._push(after)
+        return True
+
+    def advance_bytes(self, data: bytes) -> bool:
+        """Take raw text (for forced text). Returns False, changing nothing, if it cannot follow."""
+        config = self._config
+        if config is _FINISHED:
+            return False
+        after = self._parser.step_bytes(config, data)
+        if after is None:
+            return False
+        self._push(after)
+        return True
+
+    def rollback(self, n: int = 1) -> None:
+        """Undo the last `n` advances."""
+        if not 0 <= n < len(self._history):
+            raise ValueError(f"cannot roll back {n} steps: {len(self._history) - 1} are kept")
+        if n:
+            del self._history[-n:]
+
+    # -- jump-forward -----------------------------------------------------------------------------
+
+    def forced_bytes(self) -> bytes:
+        """The text that every valid continuation starts with (empty when there is a choice)."""
+        config = self._config
+        return b"" if config is _FINISHED else self._parser.forced_bytes(config)
+
+    def forced_text(self) -> str:
+        """`forced_bytes`, cut at the last complete UTF-8 character."""
+        data = self.forced_bytes()
+        for cut in range(len(data), max(len(data) - 4, -1), -1):
+            try:
+                return data[:cut].decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+        return ""
+
+    def forced_tokens(self) -> list[int]:
+        """Tokens that spell the forced text, longest match first, without its last token.
+
+        The last token is left out because the model may rightly merge it with what follows
+        (the forced text `{"` followed by free text); use a tokenizer for canonical splits.
+        """
+        data = self.forced_bytes()
+        tokens: list[int] = []
+        start = 0
+        while start < len(data):
+            token, length = self._masks.longest_token_at(data, start)
+            if token < 0:
+                break
+            tokens.append(token)
+            start += length
+        return tokens[:-1] if start < len(data) or not self._forced_end_is_final() else tokens
+
+    def _forced_end_is_final(self) -> bool:
+        """Whether nothing but the end of sequence can follow the forced text."""
+        after = self._parser.step_bytes(self._config, self.forced_bytes())
+        return after is not None and not after.scans
+
+
+class BatchMatcher:
+    """One bitmask for a batch; row `i` follows `matchers[i]`, or allows everything if it is None."""
+
+    def __init__(self, matchers: list[Matcher | None]) -> None:
+        self.matchers = list(matchers)
+
+    def fill_bitmask(self, bitmask) -> None:
+        for row, matcher in enumerate(self.matchers):
+            if matcher is None:
+                bitmask[row] = -1
+            else:
+                matcher.fill_bitmask(bitmask, row)
+
+    def advance(self, token_ids) -> list[bool]:
+        """Advance every row with a matcher by its token; rows without one report True."""
+        return [m is None or m.advance(int(t)) for m, t in zip(self.matchers, token_ids)]

@@ -1,0 +1,101 @@
+"""Token masks against a brute-force oracle on real vocabularies.
+
+The oracle checks every token one by one: token t is allowed after text s exactly when s + bytes(t)
+is a prefix of some sentence (the byte-level parser, stepping a byte at a time), special tokens only
+where the grammar names them, and end-of-sequence tokens exactly when s is a sentence.
+"""
+
+import random
+import zlib
+
+import numpy as np
+import pytest
+
+import grammask
+from grammask.bitmask import unpack_bitmask
+from grammask.ir import regex as rx
+from grammask.ir.grammar import Grammar, alt, lex, literal, opt, ref, seq, star, token
+
+VOCABS = ["vocab_llama3", "vocab_qwen2", "vocab_llama_spm"]
+
+
+def json_like() -> Grammar:
+    """JSON-ish values with the lexeme shapes that make masks hard: strings that close and open inside
+    one token (`","`), numbers whose end is only known at the next byte, nesting."""
+    ws = lex(rx.repeat(rx.char_class([(32, 32), (10, 10)]), 0, 3))
+    string = lex(rx.concat(rx.literal('"'), rx.star(rx.char_class([(34, 34), (92, 92)], negate=True)), rx.literal('"')))
+    number = lex(rx.concat(rx.optional(rx.literal("-")), rx.plus(rx.char_class([(48, 57)]))))
+    value = alt(string, number, ref("obj"), ref("arr"), literal("true"), literal("null"))
+    member = seq(string, ws, literal(":"), ws, ref("value"))
+    obj = seq(literal("{"), ws, opt(seq(member, star(seq(ws, literal(","), ws, member)))), ws, literal("}"))
+    arr = seq(literal("["), opt(seq(ref("value"), star(seq(literal(","), ws, ref("value"))))), literal("]"))
+    return Grammar({"root": ref("value"), "value": value, "obj": obj, "arr": arr})
+
+
+def grammars() -> dict[str, Grammar]:
+    email = rx.concat(
+        rx.plus(rx.char_class([(97, 122), (48, 57), (46, 46)])), rx.literal("@"),
+        rx.plus(rx.char_class([(97, 122)])), rx.literal("."), rx.repeat(rx.char_class([(97, 122)]), 2, 4),
+    )
+    unicode_words = rx.concat(rx.plus(rx.char_class([(0x4E00, 0x9FFF), (0xE9, 0xE9)])), rx.literal("!"))
+    return {
+        "email": Grammar({"root": lex(email)}),
+        "unicode": Grammar({"root": lex(unicode_words)}),
+        "json": json_like(),
+        "tool_call": Grammar({"root": seq(token("<|start_header_id|>"), literal("f("), lex(rx.plus(rx.char_class([(48, 57)]))), literal(")"))}),
+    }
+
+
+def brute_force(matcher) -> np.ndarray:
+    config = matcher._history[-1]
+    parser = matcher.compiled.parser
+    vocab = matcher.compiled.vocab
+    allowed = np.zeros(vocab.size, dtype=bool)
+    first_bytes = parser.allowed_bytes(config)
+    for t, text in enumerate(vocab.token_bytes):
+        if vocab.is_special[t]:
+            fresh = [s for s, state in config.scans if state == 1 and t in s.tokens]
+            allowed[t] = bool(fresh)
+        elif text and text[0] in first_bytes:
+            allowed[t] = parser.step_bytes(config, text) is not None
+    if config.accepting:
+        allowed[list(vocab.eos_ids)] = True
+    return allowed
+
+
+def random_walk(compiled, steps: int, seed: int):
+    """Matchers at successive states of a random walk through allowed tokens."""
+    rng = random.Random(seed)
+    matcher = compiled.matcher()
+    for _ in range(steps):
+        yield matcher
+        choices = [t for t in matcher.allowed_token_ids().tolist() if t not in compiled.vocab.eos_ids]
+        if not choices:
+            return
+        assert matcher.advance(rng.choice(choices))
+
+
+@pytest.mark.parametrize("vocab_name", VOCABS)
+@pytest.mark.parametrize("grammar_name", ["email", "unicode", "json"])
+def test_masks_equal_brute_force(request, vocab_name, grammar_name):
+    vocab = request.getfixturevalue(vocab_name)
+    compiled = grammask.compile(grammars()[grammar_name], vocab)
+    for matcher in random_walk(compiled, steps=6, seed=zlib.crc32(f"{vocab_name}{grammar_name}".encode())):
+        got = unpack_bitmask(matcher._mask(), vocab.size)
+        want = brute_force(matcher)
+        diff = np.flatnonzero(got != want)
+        assert not diff.size, [(int(t), vocab.token_bytes[t], bool(got[t])) for t in diff[:10]]
+
+
+def test_special_token_terminal(vocab_llama3):
+    compiled = grammask.compile(grammars()["tool_call"], vocab_llama3)
+    matcher = compiled.matcher()
+    tag = vocab_llama3.token_id("<|start_header_id|>")
+    assert matcher.allowed_token_ids().tolist() == [tag]
+    assert not matcher.advance(vocab_llama3.token_id("f"))
+    assert matcher.advance(tag)
+    assert matcher.forced_bytes() == b"f("
+    for t in [vocab_llama3.token_id("f"), vocab_llama3.token_id("("), vocab_llama3.token_id("42"), vocab_llama3.token_id(")")]:
+        assert matcher.advance(t)
+    assert matcher.can_finish()
+    assert set(matcher.allowed_token_ids().tolist()) == set(vocab_llama3.eos_ids)

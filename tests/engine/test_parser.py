@@ -1,0 +1,71 @@
+"""The Earley parser over lexemes, checked on whole texts (no vocabulary)."""
+
+import pytest
+
+from grammask.engine.recognize import accepts, accepts_prefix, parser_for
+from grammask.errors import GrammarError
+from grammask.ir import regex as rx
+from grammask.ir.grammar import Grammar, alt, lex, literal, opt, plus, ref, rep, seq, star
+
+DIGITS = lex(rx.plus(rx.char_class([(ord("0"), ord("9"))])))
+
+
+def nested_lists() -> Grammar:
+    """`[1,[2,3],[]]`-style lists of numbers, any depth."""
+    item = alt(DIGITS, ref("list"))
+    return Grammar({"list": seq(literal("["), opt(seq(item, star(seq(literal(","), item)))), literal("]"))}, start="list")
+
+
+@pytest.mark.parametrize(
+    ("grammar", "good", "bad"),
+    [
+        (nested_lists(), ["[]", "[1]", "[1,[2,3],[]]", "[[[[]]]]"], ["", "[", "[1,]", "[1]]", "[,1]", "1"]),
+        # Left recursion and an ε-rule.
+        (
+            Grammar({"e": alt(seq(ref("e"), literal("+"), DIGITS), DIGITS), "root": seq(ref("e"), ref("sp")), "sp": alt(seq(), literal(" "))}),
+            ["1", "1+2", "1+2+33 "],
+            ["+", "1+", "1 +2", "1  "],
+        ),
+        # Ambiguous grammar: any split of the a's.
+        (Grammar({"root": seq(ref("as"), ref("as")), "as": plus(literal("a"))}), ["aa", "aaaa"], ["a", "", "aab"]),
+        # Lexeme boundaries inside a run of letters: "ab" could be one lexeme or two.
+        (Grammar({"root": seq(star(literal("ab")), literal("abc"))}), ["abc", "ababc"], ["ab", "abab", "abcab"]),
+        # Bounded repeats of a non-regular item.
+        (Grammar({"root": rep(ref("p"), 2, 3), "p": seq(literal("("), opt(ref("p")), literal(")"))}), ["()()", "(())()()"], ["()", "()()()()"]),
+    ],
+)
+def test_accepts(grammar, good, bad):
+    parser = parser_for(grammar)
+    for text in good:
+        assert accepts(parser, text), text
+    for text in bad:
+        assert not accepts(parser, text), text
+
+
+def test_prefixes_of_sentences_are_prefixes():
+    parser = parser_for(nested_lists())
+    sentence = "[1,[22,[3]],[]]"
+    for cut in range(len(sentence) + 1):
+        assert accepts_prefix(parser, sentence[:cut])
+    assert not accepts_prefix(parser, "[1,]")
+    assert not accepts_prefix(parser, "]")
+
+
+def test_recursion_is_unbounded():
+    parser = parser_for(nested_lists())
+    deep = "[" * 200 + "1" + "]" * 200
+    assert accepts(parser, deep)
+    assert not accepts(parser, deep + "]")
+    assert accepts_prefix(parser, "[" * 1000)
+
+
+def test_unproductive_grammar_is_rejected():
+    with pytest.raises(GrammarError, match="accepts no text"):
+        parser_for(Grammar({"root": seq(literal("a"), ref("root"))}))
+
+
+def test_prefix_never_dead_ends():
+    # `b` can never complete, so "a" must not count as a prefix of the language.
+    grammar = Grammar({"root": alt(seq(literal("a"), ref("b")), literal("c")), "b": seq(literal("b"), ref("b"))})
+    assert not accepts_prefix(grammar, "a")
+    assert accepts(grammar, "c")

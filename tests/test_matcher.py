@@ -1,0 +1,125 @@
+"""The matcher API: advance, rollback, copy, forced text, batches, threads."""
+
+import threading
+
+import numpy as np
+import pytest
+
+import grammask
+from grammask.ir import regex as rx
+from grammask.ir.grammar import Grammar, lex, literal, opt, ref, seq
+
+
+def tokens_of(vocab, *pieces: str) -> list[int]:
+    return [vocab.token_id(p) for p in pieces]
+
+
+@pytest.fixture
+def date_compiled(vocab_llama3):
+    digit = rx.char_class([(48, 57)])
+    date = rx.concat(rx.repeat(digit, 4, 4), rx.literal("-"), rx.repeat(digit, 2, 2), rx.literal("-"), rx.repeat(digit, 2, 2))
+    return grammask.compile(Grammar({"root": lex(date)}), vocab_llama3)
+
+
+def test_advance_rejects_without_changing_state(date_compiled, vocab_llama3):
+    m = date_compiled.matcher()
+    before = m.allowed_token_ids()
+    assert not m.advance(vocab_llama3.token_id("abc"))
+    assert np.array_equal(before, m.allowed_token_ids())
+    assert not m.advance(vocab_llama3.size + 5)
+    assert not m.advance(vocab_llama3.eos_ids[0])
+
+
+def test_full_sequence_and_eos(date_compiled, vocab_llama3):
+    m = date_compiled.matcher()
+    for t in tokens_of(vocab_llama3, "202", "4", "-", "12", "-", "31"):
+        assert m.advance(t)
+    assert m.can_finish() and not m.is_finished()
+    assert set(m.allowed_token_ids().tolist()) == set(vocab_llama3.eos_ids)
+    assert m.advance(vocab_llama3.eos_ids[0])
+    assert m.is_finished() and not m.can_finish()
+    assert not m.advance(vocab_llama3.token_id("1"))
+
+
+def test_rollback_and_copy(date_compiled, vocab_llama3):
+    m = date_compiled.matcher()
+    ids = tokens_of(vocab_llama3, "202", "4", "-", "12")
+    masks = []
+    for t in ids:
+        masks.append(m.allowed_token_ids())
+        assert m.advance(t)
+    twin = m.copy()
+    m.rollback(3)
+    assert np.array_equal(m.allowed_token_ids(), masks[1])
+    assert twin.advance(vocab_llama3.token_id("-"))  # the copy kept its own state
+    assert not m.advance(vocab_llama3.token_id("-"))
+    with pytest.raises(ValueError):
+        m.rollback(5)
+    m.reset()
+    assert np.array_equal(m.allowed_token_ids(), masks[0])
+
+
+def test_rollback_32_tokens(vocab_llama3):
+    compiled = grammask.compile(Grammar({"root": lex(rx.plus(rx.literal("a")))}), vocab_llama3)
+    m = compiled.matcher()
+    a = vocab_llama3.token_id("a")
+    for _ in range(40):
+        assert m.advance(a)
+    m.rollback(32)
+    assert m.advance(a)
+
+
+def test_forced_text(vocab_llama3):
+    g = Grammar({"root": seq(literal('{"name": "'), lex(rx.plus(rx.char_class([(97, 122)]))), literal('", "age": '), ref("n"), literal("}")),
+                 "n": lex(rx.plus(rx.char_class([(48, 57)])))})
+    m = grammask.compile(g, vocab_llama3).matcher()
+    assert m.forced_bytes() == b'{"name": "'
+    assert m.forced_text() == '{"name": "'
+    forced = m.forced_tokens()
+    assert b"".join(vocab_llama3.token_bytes[t] for t in forced) == b'{"name": '[: len(b"".join(vocab_llama3.token_bytes[t] for t in forced))]
+    assert m.advance_bytes(b'{"name": "bob')
+    assert m.forced_bytes() == b""
+    assert m.advance_bytes(b'"')
+    assert m.forced_bytes() == b', "age": '
+
+
+def test_batch_matcher(date_compiled, vocab_llama3):
+    other = grammask.compile(Grammar({"root": literal("yes")}), vocab_llama3)
+    rows = [date_compiled.matcher(), None, other.matcher()]
+    bitmask = grammask.allocate_bitmask(3, vocab_llama3.size)
+    bitmask[:] = 0
+    grammask.BatchMatcher(rows).fill_bitmask(bitmask)
+    assert (bitmask[1] == -1).all()
+    expected = grammask.allocate_bitmask(1, vocab_llama3.size)
+    rows[0].fill_bitmask(expected)
+    assert np.array_equal(bitmask[0], expected[0])
+    assert vocab_llama3.token_id("yes") in rows[2].allowed_token_ids()
+
+
+def test_matchers_in_threads(date_compiled, vocab_llama3):
+    ids = tokens_of(vocab_llama3, "202", "4", "-", "12", "-", "31")
+    reference = []
+    m = date_compiled.matcher()
+    for t in ids:
+        reference.append(m.allowed_token_ids().tolist())
+        m.advance(t)
+    errors = []
+
+    def run():
+        m = date_compiled.matcher()
+        for step, t in enumerate(ids):
+            if m.allowed_token_ids().tolist() != reference[step] or not m.advance(t):
+                errors.append(step)
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+
+
+def test_compile_is_cached(vocab_llama3):
+    g1 = Grammar({"root": literal("x")})
+    g2 = Grammar({"root": literal("x")})
+    assert grammask.compile(g1, vocab_llama3) is grammask.compile(g2, vocab_llama3)
