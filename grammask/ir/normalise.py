@@ -105,8 +105,11 @@ class _Builder:
         self.terminals: list[Terminal] = []
         self.terminal_ids: dict[Terminal, int] = {}
         self.helpers: dict[Expr, int] = {}
+        self.helper_names: set[str] = set()
 
-    def nonterminal(self, name: str) -> int:
+    def nonterminal(self, name: str, helper: bool = False) -> int:
+        if helper:
+            self.helper_names.add(name)
         if name not in self.ids:
             if len(self.names) >= self.limits.max_grammar_rules:
                 raise GrammarError(
@@ -146,7 +149,7 @@ class _Builder:
     def helper(self, expr: Expr, define, nullable_lexeme: bool = False) -> int:
         if expr in self.helpers:
             return self.helpers[expr]
-        n = self.nonterminal(f"<helper {len(self.helpers)}>")
+        n = self.nonterminal(f"<helper {len(self.helpers)}>", helper=True)
         self.helpers[expr] = n
         if nullable_lexeme:
             self.productions.append((n, ()))
@@ -159,7 +162,7 @@ class _Builder:
         item = self.symbol(expr.item)
         if expr.max is None:
             # n ::= item{min} tail ; tail ::= ε | tail item   (left recursion: constant Earley work)
-            tail = self.nonterminal(f"<helper {len(self.helpers)} tail {n}>")
+            tail = self.nonterminal(f"<helper {len(self.helpers)} tail {n}>", helper=True)
             self.productions.append((tail, ()))
             self.productions.append((tail, (tail, item)))
             self.productions.append((n, (item,) * expr.min + (tail,)))
@@ -167,7 +170,7 @@ class _Builder:
         # n ::= item{min} opt_k ; opt_k ::= ε | item opt_{k-1}
         rest = None
         for k in range(1, expr.max - expr.min + 1):
-            opt = self.nonterminal(f"<helper {len(self.helpers)} opt {n}.{k}>")
+            opt = self.nonterminal(f"<helper {len(self.helpers)} opt {n}.{k}>", helper=True)
             self.productions.append((opt, ()))
             self.productions.append((opt, (item,) if rest is None else (item, rest)))
             rest = opt
@@ -179,10 +182,13 @@ def normalise(grammar: Grammar, limits: Limits = DEFAULT_LIMITS) -> BNF:
     builder = _Builder(limits)
     start = builder.nonterminal("<start>")
     builder.productions.append((start, (builder.nonterminal(grammar.start),)))
-    for name in grammar.rules:
-        builder.nonterminal(name)
-    for name, body in grammar.rules.items():
-        builder.add(builder.nonterminal(name), _inline(body, regular))
+    # Only rules reachable from the start are built; `nonterminal` numbers rules as they are reached.
+    done = 1
+    while done < len(builder.names):
+        name = builder.names[done]
+        done += 1
+        if name in grammar.rules and name not in builder.helper_names:
+            builder.add(builder.ids[name], _inline(grammar.rules[name], regular))
     productions = _productive(builder.productions, len(builder.names))
     if not any(lhs == start for lhs, _ in productions):
         raise GrammarError(f"the grammar accepts no text at all (rule {grammar.start!r} can never be completed)")

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import grammask
+from grammask import assets
 from grammask.bitmask import unpack_bitmask
 from grammask.ir import regex as rx
 from grammask.ir.grammar import Grammar, alt, lex, literal, opt, ref, seq, star, token
@@ -42,6 +43,7 @@ def grammars() -> dict[str, Grammar]:
         "email": Grammar({"root": lex(email)}),
         "unicode": Grammar({"root": lex(unicode_words)}),
         "json": json_like(),
+        "gbnf_c": Grammar.from_ebnf((assets.llama_cpp_vendor_dir() / "grammars" / "c.gbnf").read_text()),
         "tool_call": Grammar({"root": seq(token("<|start_header_id|>"), literal("f("), lex(rx.plus(rx.char_class([(48, 57)]))), literal(")"))}),
     }
 
@@ -76,7 +78,7 @@ def random_walk(compiled, steps: int, seed: int):
 
 
 @pytest.mark.parametrize("vocab_name", VOCABS)
-@pytest.mark.parametrize("grammar_name", ["email", "unicode", "json"])
+@pytest.mark.parametrize("grammar_name", ["email", "unicode", "json", "gbnf_c"])
 def test_masks_equal_brute_force(request, vocab_name, grammar_name):
     vocab = request.getfixturevalue(vocab_name)
     compiled = grammask.compile(grammars()[grammar_name], vocab)
