@@ -13,21 +13,26 @@ from grammask.errors import GenerationError, GrammarError, GrammaskError, Vocabu
 from grammask.ir.grammar import Grammar
 from grammask.limits import DEFAULT_LIMITS, Limits
 from grammask.matcher import BatchMatcher, Matcher
+from grammask.processors import ForbidCharacters, GrammarConstraint, Pipeline, apply_token_bitmask
 from grammask.vocab import Vocabulary
 
 __all__ = [
     "DEFAULT_LIMITS",
     "BatchMatcher",
     "CompiledGrammar",
+    "ForbidCharacters",
     "GenerationError",
     "Grammar",
+    "GrammarConstraint",
     "GrammarError",
     "GrammaskError",
     "Limits",
     "Matcher",
+    "Pipeline",
     "VocabularyError",
     "Vocabulary",
     "allocate_bitmask",
+    "apply_token_bitmask",
     "compile",
     "unpack_bitmask",
 ]
