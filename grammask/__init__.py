@@ -17,9 +17,9 @@ from grammask.processors import ForbidCharacters, GrammarConstraint, Pipeline, a
 from grammask.vocab import Vocabulary
 
 __all__ = [
-    "DEFAULT_LIMITS",
     "BatchMatcher",
     "CompiledGrammar",
+    "DEFAULT_LIMITS",
     "ForbidCharacters",
     "GenerationError",
     "Grammar",
@@ -29,8 +29,8 @@ __all__ = [
     "Limits",
     "Matcher",
     "Pipeline",
-    "VocabularyError",
     "Vocabulary",
+    "VocabularyError",
     "allocate_bitmask",
     "apply_token_bitmask",
     "compile",
