@@ -1,0 +1,76 @@
+"""`ByteDFA`: a deterministic automaton over bytes, the form every lexeme takes for the engine.
+
+Conventions every producer keeps and every consumer may rely on: state 0 is the dead state (all
+its transitions lead to 0 and it does not accept) and state 1 is the start state. A DFA whose
+start state accepts nothing has just these two states and is "empty".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+__all__ = ["DEAD", "START", "ByteDFA"]
+
+DEAD = 0
+START = 1
+
+
+@dataclass(frozen=True, eq=False)
+class ByteDFA:
+    """Transition table and accepting flags of a DFA over bytes (arrays are read-only)."""
+
+    transitions: np.ndarray  # int32 [n_states, 256]
+    accepting: np.ndarray  # bool [n_states]
+
+    def __post_init__(self) -> None:
+        t, a = self.transitions, self.accepting
+        if t.ndim != 2 or t.shape[1] != 256 or t.shape[0] < 2 or a.shape != (t.shape[0],):
+            raise ValueError(f"bad DFA shapes: transitions {t.shape}, accepting {a.shape}")
+        if t[DEAD].any() or a[DEAD]:
+            raise ValueError("state 0 must be the dead state")
+        t.setflags(write=False)
+        a.setflags(write=False)
+
+    @property
+    def n_states(self) -> int:
+        return int(self.transitions.shape[0])
+
+    def matches(self, data: bytes) -> bool:
+        """Whether the whole of `data` is accepted."""
+        table = self.transitions
+        state = START
+        for byte in data:
+            state = table[state, byte]
+            if state == DEAD:
+                return False
+        return bool(self.accepting[state])
+
+    @cached_property
+    def live(self) -> np.ndarray:
+        """bool [n_states]: states from which some accepting state can be reached."""
+        n = self.n_states
+        sources = np.repeat(np.arange(n, dtype=np.int64), 256)
+        edges = np.unique(self.transitions.astype(np.int64).ravel() * n + sources)
+        targets, sources = np.divmod(edges, n)
+        # Reverse adjacency in CSR form: predecessors of t are sources[ptr[t]:ptr[t + 1]].
+        ptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(targets, minlength=n), out=ptr[1:])
+        live = self.accepting.copy()
+        frontier = np.flatnonzero(live)
+        while frontier.size:
+            counts = ptr[frontier + 1] - ptr[frontier]
+            offsets = np.repeat(ptr[frontier] - np.cumsum(counts) + counts, counts)
+            preds = sources[offsets + np.arange(counts.sum())]
+            preds = np.unique(preds[~live[preds]])
+            live[preds] = True
+            frontier = preds
+        live.setflags(write=False)
+        return live
+
+    @property
+    def is_empty(self) -> bool:
+        """Whether no string at all is accepted."""
+        return not self.live[START]
