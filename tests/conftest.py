@@ -1,0 +1,44 @@
+"""Session-wide fixtures: real vocabularies from the cached llama.cpp GGUF vocabulary files.
+
+Each loads once per test session. `vocab_llama3` is Llama 3.0's byte-level BPE vocabulary
+(`ggml-vocab-llama-bpe.gguf`: no `<|python_tag|>` or `<|eom_id|>`, which came with 3.1).
+"""
+
+import pytest
+
+from grammask import assets
+from grammask.vocab import Vocabulary
+
+
+def _load(name: str) -> Vocabulary:
+    return Vocabulary.from_gguf(assets.vocab_gguf_path(name))
+
+
+@pytest.fixture(scope="session")
+def vocab_llama3() -> Vocabulary:
+    return _load("llama-bpe")
+
+
+@pytest.fixture(scope="session")
+def vocab_qwen2() -> Vocabulary:
+    return _load("qwen2")
+
+
+@pytest.fixture(scope="session")
+def vocab_llama_spm() -> Vocabulary:
+    return _load("llama-spm")
+
+
+@pytest.fixture(scope="session")
+def vocab_phi3() -> Vocabulary:
+    return _load("phi-3")
+
+
+@pytest.fixture(scope="session")
+def vocab_gemma4() -> Vocabulary:
+    return _load("gemma-4")
+
+
+@pytest.fixture(scope="session")
+def vocab_gpt2() -> Vocabulary:
+    return _load("gpt-2")
