@@ -1,0 +1,52 @@
+"""JSON Schema (draft 4 to 2020-12) and pydantic models → grammar IR.
+
+See docs/json_schema.md for the supported keywords, the layout rules and every limitation.
+"""
+
+from __future__ import annotations
+
+import json
+
+from grammask.errors import GrammarError
+from grammask.frontends.json_schema.builder import Builder
+from grammask.frontends.json_schema.resolve import Document
+from grammask.frontends.json_schema.whitespace import DEFAULT_MAX_RUN, Whitespace
+from grammask.ir.grammar import FAIL, Grammar
+
+__all__ = ["DEFAULT_MAX_RUN", "Whitespace", "grammar_from_json_schema", "grammar_from_pydantic"]
+
+
+def grammar_from_json_schema(schema: dict | str | bool, *, whitespace: object = "flexible",
+                             lenient: bool = False) -> Grammar:
+    """JSON text valid under `schema` (a dict, a boolean, or JSON text).
+
+    `whitespace` is "flexible", "compact", an indent (int) or a `Whitespace`. With `lenient`,
+    constraints that cannot be enforced exactly are dropped and listed in `Grammar.warnings`
+    instead of raising `GrammarError`.
+    """
+    if isinstance(schema, str):
+        try:
+            schema = json.loads(schema)
+        except json.JSONDecodeError as exc:
+            raise GrammarError(f"the schema is not valid JSON: {exc.msg}", position=exc.pos, source=schema) from None
+    ws = Whitespace.of(whitespace)
+    builder = Builder(Document(schema), ws, lenient)
+    try:
+        body = builder.value(builder.doc.root, "", 0)
+    except RecursionError:
+        raise GrammarError("the schema nests too deeply to compile", pointer="") from None
+    if body == FAIL:
+        raise GrammarError("the schema is unsatisfiable: no JSON value is valid under it", pointer="")
+    rules = {"root": body, **builder.rules}
+    return Grammar(rules, "root", warnings=builder.warnings)
+
+
+def grammar_from_pydantic(model: type, *, whitespace: object = "flexible", lenient: bool = False) -> Grammar:
+    """JSON text valid for a pydantic (v2) model class, through `model.model_json_schema()`."""
+    try:
+        import pydantic
+    except ImportError:
+        raise ImportError("Grammar.from_pydantic needs pydantic: pip install 'grammask[pydantic]'") from None
+    if not (isinstance(model, type) and issubclass(model, pydantic.BaseModel)):
+        raise TypeError(f"expected a pydantic BaseModel subclass, not {model!r}")
+    return grammar_from_json_schema(model.model_json_schema(), whitespace=whitespace, lenient=lenient)

@@ -1,0 +1,450 @@
+"""Normalised schemas → grammar IR: one expression per schema, one rule per `$ref` target.
+
+Objects list their declared properties in `properties` order (optional ones may be left out), then
+any additional properties. Arrays follow `prefixItems` then `items`. Each state of an object body
+(next property, properties so far) is a rule, so optional properties cost linear, not exponential, size.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+from grammask.errors import GrammarError
+from grammask.frontends.json_schema import strings
+from grammask.frontends.json_schema.formats import format_regex
+from grammask.frontends.json_schema.normalise import FALSE, canonical, merge, normalise, property_schema, types_of
+from grammask.frontends.json_schema.numbers import Bounds, number_regex
+from grammask.frontends.json_schema.resolve import Document, escape_pointer
+from grammask.frontends.json_schema.validate import conforms
+from grammask.frontends.regex_syntax import parse_search_pattern
+from grammask.frontends.json_schema.whitespace import MAX_PRETTY_DEPTH, Whitespace
+from grammask.ir import grammar as g
+from grammask.ir import regex as rx
+from grammask.limits import DEFAULT_LIMITS
+
+__all__ = ["Builder", "LEXEME_REPEAT_MAX", "MAX_BRANCH_PRODUCT"]
+
+#: Longest bounded string repeat kept inside one lexeme; longer ones become binary-block rules,
+#: since a lexeme's automaton grows with its bound.
+LEXEME_REPEAT_MAX = 64
+#: Most alternatives that distributing nested anyOf/oneOf over each other may create.
+MAX_BRANCH_PRODUCT = 1024
+#: Keywords that constrain but are never enforced; each is an error (or, leniently, a warning).
+_UNSUPPORTED = ("uniqueItems", "dependencies", "dependentRequired", "dependentSchemas", "unevaluatedProperties",
+                "unevaluatedItems", "if", "minContains", "maxContains", "$dynamicRef", "$recursiveRef")
+_ANY_CHAR_JSON = strings.encode(rx.ANY_CHAR)
+
+
+class Builder:
+    """Builds the rules of one schema document."""
+
+    def __init__(self, doc: Document, ws: Whitespace, lenient: bool) -> None:
+        self.doc, self.ws, self.lenient = doc, ws, lenient
+        self.rules: dict[str, g.Expr] = {}
+        self.warnings: list[str] = []
+        self._named: dict[object, str] = {}
+        self._branches = 0
+        self._objects = itertools.count()
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def unsupported(self, reason: str, ptr: str) -> None:
+        """Drop a constraint leniently (with a warning) or raise."""
+        if not self.lenient:
+            raise GrammarError(f"{reason} (pass lenient=True to drop it)", pointer=ptr)
+        self.warnings.append(f"dropped at {ptr or '/'}: {reason}")
+
+    def rule(self, key: object, make) -> g.Expr:
+        """A named rule for `key`, built by `make()` once; recursion sees the name before the body."""
+        if key not in self._named:
+            name = f"r{len(self._named)}"
+            self._named[key] = name
+            self.rules[name] = g.FAIL
+            self.rules[name] = make()
+            if len(self.rules) > DEFAULT_LIMITS.max_grammar_rules:
+                raise GrammarError("the schema needs more grammar rules than limits.max_grammar_rules", pointer="")
+        return g.ref(self._named[key])
+
+    def flatten(self, schema: object, ptr: str, stack: tuple[str, ...] = ()) -> dict:
+        """Normalise, inline `$ref` targets and merge `allOf`."""
+        s = normalise(schema, ptr, self.doc)
+        if "$ref" in s:
+            target = self.doc.target(s.pop("$ref"), ptr)
+            if target in stack:
+                raise GrammarError("recursive $ref through allOf or sibling keywords", pointer=ptr)
+            s = merge(self.flatten(self.doc.at(target), target, (*stack, target)), s, ptr)
+        for i, part in enumerate(s.pop("allOf", [])):
+            s = merge(s, self.flatten(part, f"{ptr}/allOf/{i}", stack), ptr)
+        return s
+
+    def _resolver(self, schema: object, ptr: str) -> dict:
+        return self.flatten(schema, ptr)
+
+    # -- values ------------------------------------------------------------------------------
+
+    def value(self, schema: object, ptr: str, depth: int) -> g.Expr:
+        """A JSON value valid under `schema` (as written at `ptr`), nested `depth` containers deep."""
+        if isinstance(schema, dict) and "$ref" in schema and (
+                self.doc.draft <= 7 or set(schema) - {"$ref", "description", "title", "$comment"} == set()):
+            target = self.doc.target(schema["$ref"], ptr)
+            return self.rule((target, self._depth(depth)),
+                             lambda: self.build(self.flatten(self.doc.at(target), target, (target,)), target, depth))
+        return self.build(self.flatten(schema, ptr), ptr, depth)
+
+    def _depth(self, depth: int) -> int:
+        return depth if self.ws.indent is not None else 0
+
+    def build(self, s: dict, ptr: str, depth: int) -> g.Expr:
+        """A value valid under the flattened schema `s`."""
+        if not s:
+            return self.rule(("any", self._depth(depth)), lambda: self._build({"type": ["null"]}, ptr, depth, True))
+        return self._build(s, ptr, depth)
+
+    def _build(self, s: dict, ptr: str, depth: int, anything: bool = False) -> g.Expr:
+        if anything:
+            s = {}
+        if s.get("_false"):
+            return g.FAIL
+        if s.get("_branches"):
+            return self._branch(s, ptr, depth)
+        if s.get("_not"):
+            s = self._negate(s, ptr)
+            if s.get("_false"):
+                return g.FAIL
+        for key in _UNSUPPORTED:
+            if key in s and not (key == "uniqueItems" and (s[key] is False or s.get("maxItems", 2) <= 1)):
+                if key != "if" or "then" in s or "else" in s:
+                    self.unsupported(f"{key} cannot be enforced exactly", f"{ptr}/{key}")
+        if "enum" in s:
+            return g.alt(*(g.lex(self.literal(v, depth)) for v in s["enum"]
+                           if conforms(v, s, ptr, self._resolver)))
+        types = types_of(s)
+        parts = []
+        if "null" in types:
+            parts.append(g.literal("null"))
+        if "boolean" in types:
+            parts.append(g.lex(rx.alt(rx.literal("true"), rx.literal("false"))))
+        if "number" in types or "integer" in types:
+            parts.append(self.number(s, ptr, integer="number" not in types))
+        if "string" in types:
+            parts.append(self.string(s, ptr))
+        if "array" in types:
+            parts.append(self.array(s, ptr, depth))
+        if "object" in types:
+            parts.append(self.object(s, ptr, depth))
+        return g.alt(*parts)
+
+    def _branch(self, s: dict, ptr: str, depth: int) -> g.Expr:
+        """Distribute the first anyOf/oneOf over the rest of the schema."""
+        (kind, subs, bptr), *rest = s["_branches"]
+        base = {k: v for k, v in s.items() if k != "_branches"}
+        if rest:
+            base["_branches"] = rest
+        options = [merge(base, self.flatten(sub, f"{bptr}/{i}"), bptr) for i, sub in enumerate(subs)]
+        options = [o for o in options if not o.get("_false")]
+        self._branches += len(options)
+        if self._branches > MAX_BRANCH_PRODUCT:
+            raise GrammarError("anyOf/oneOf combinations exceed grammask's branch limit", pointer=bptr)
+        if kind == "oneOf":
+            for i, a in enumerate(options):
+                for b in options[i + 1:]:
+                    if not self.disjoint(a, b):
+                        self.unsupported("oneOf whose branches may overlap (it is treated as anyOf)", bptr)
+                        break
+                else:
+                    continue
+                break
+        return g.alt(*(self.build(o, bptr, depth) for o in options))
+
+    def disjoint(self, a: dict, b: dict) -> bool:
+        """Whether no value satisfies both (False when unsure)."""
+        if not types_of(a) & types_of(b):
+            return True
+        if "enum" in a and "enum" in b:
+            return not {canonical(v) for v in a["enum"]} & {canonical(v) for v in b["enum"]}
+        for x, y in ((a, b), (b, a)):
+            if "enum" in x and not any(conforms(v, y, "", self._resolver) for v in x["enum"]):
+                return True
+        for name in set(a.get("required", [])) & set(b.get("required", [])):
+            pa = self.flatten(property_schema(a, name, ""), "")
+            pb = self.flatten(property_schema(b, name, ""), "")
+            if self.disjoint(pa, pb):
+                return True
+        for x, y in ((a, b), (b, a)):
+            for name in x.get("required", []):
+                if self.flatten(property_schema(y, name, ""), "").get("_false"):
+                    return True
+        return False
+
+    def _negate(self, s: dict, ptr: str) -> dict:
+        """Fold `not` into `s` where the negation has a finite form (a type, values, a required name)."""
+        s = dict(s)
+        for sub, nptr in s.pop("_not"):
+            n = self.flatten(sub, nptr)
+            keys = set(n) - {"_false"}
+            if n.get("_false"):
+                continue
+            if not keys:
+                return dict(FALSE)
+            if keys == {"type"}:
+                banned = set(n["type"]) | ({"integer"} if "number" in n["type"] else set())
+                left = set(types_of(s)) - banned
+                if "number" in left and "integer" in banned:
+                    self.unsupported("not: {type: integer} on numbers", nptr)
+                    continue
+                s["type"] = sorted(left)
+            elif keys == {"enum"} and "enum" in s:
+                drop = {canonical(v) for v in n["enum"]}
+                s["enum"] = [v for v in s["enum"] if canonical(v) not in drop]
+            elif keys == {"required"} and len(n["required"]) == 1:
+                name = n["required"][0]
+                if name in s.get("required", []):
+                    return dict(FALSE)
+                s["properties"] = {**s.get("properties", {}), name: False}
+            else:
+                self.unsupported("this 'not' cannot be enforced exactly", nptr)
+        return s
+
+    # -- scalars -----------------------------------------------------------------------------
+
+    def literal(self, value: object, depth: int) -> rx.RegexNode:
+        """The JSON text of one value, in this layout."""
+        if isinstance(value, str):
+            return strings.string_literal(rx.literal(value))
+        if isinstance(value, list):
+            if not value:
+                return self.ws.empty("[]")
+            items = [self.literal(v, depth + 1) for v in value]
+            body = [items[0]] + [rx.concat(self.ws.comma(depth), x) for x in items[1:]]
+            return rx.concat(self.ws.open("[", depth), *body, self.ws.close("]", depth))
+        if isinstance(value, dict):
+            if not value:
+                return self.ws.empty("{}")
+            items = [rx.concat(strings.string_literal(rx.literal(k)), self.ws.colon(), self.literal(v, depth + 1))
+                     for k, v in value.items()]
+            body = [items[0]] + [rx.concat(self.ws.comma(depth), x) for x in items[1:]]
+            return rx.concat(self.ws.open("{", depth), *body, self.ws.close("}", depth))
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        return rx.literal(json.dumps(value))
+
+    def number(self, s: dict, ptr: str, *, integer: bool) -> g.Expr:
+        bounds = Bounds(
+            lo=max((s[k] for k in ("minimum", "exclusiveMinimum") if k in s), default=None),
+            hi=min((s[k] for k in ("maximum", "exclusiveMaximum") if k in s), default=None),
+            lo_strict="exclusiveMinimum" in s and ("minimum" not in s or s["exclusiveMinimum"] >= s["minimum"]),
+            hi_strict="exclusiveMaximum" in s and ("maximum" not in s or s["exclusiveMaximum"] <= s["maximum"]),
+        )
+        if "multipleOf" in s:
+            step = s["multipleOf"]
+            if isinstance(step, bool) or not isinstance(step, (int, float)) or step <= 0:
+                raise GrammarError("multipleOf must be a positive number", pointer=f"{ptr}/multipleOf")
+            if float(step).is_integer() and (integer or step >= 1):
+                if step != 1:
+                    return self._multiples(int(step), bounds, ptr)
+                integer = True
+            else:
+                self.unsupported("a fractional multipleOf cannot be enforced exactly", f"{ptr}/multipleOf")
+        if bounds.is_empty(integer):
+            return g.FAIL
+        try:
+            return g.lex(number_regex(bounds, integer=integer, pointer=ptr))
+        except GrammarError as exc:
+            self.unsupported(exc.reason, ptr)
+            return g.lex(number_regex(Bounds(), integer=integer, pointer=ptr))
+
+    def _multiples(self, step: int, bounds: Bounds, ptr: str) -> g.Expr:
+        lo, hi = bounds.int_bounds()
+        if lo is None or hi is None or (hi - lo) // step > 1000:
+            self.unsupported("multipleOf on an unbounded or wide integer range", f"{ptr}/multipleOf")
+            return g.lex(number_regex(bounds, integer=True, pointer=ptr))
+        first = -(-lo // step) * step
+        return g.alt(*(g.literal(str(v)) for v in range(first, hi + 1, step)))
+
+    def string_content(self, s: dict, ptr: str) -> tuple[rx.RegexNode | None, int, int | None]:
+        """The decoded-string regex of a string schema (None: any text) and its length bounds."""
+        lo, hi = s.get("minLength", 0), s.get("maxLength")
+        for key, v in (("minLength", lo), ("maxLength", hi)):
+            if v is not None and not (isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
+                                      and float(v).is_integer()):
+                raise GrammarError(f"{key} must be a non-negative integer", pointer=f"{ptr}/{key}")
+        lo, hi = int(lo), None if hi is None else int(hi)
+        content = None
+        if "pattern" in s:
+            try:
+                content = parse_search_pattern(s["pattern"], flavor="ecma")
+            except GrammarError as exc:
+                raise GrammarError(f"pattern: {exc.reason}", pointer=f"{ptr}/pattern") from None
+        fmt = format_regex(s["format"]) if isinstance(s.get("format"), str) else None
+        if fmt is not None:
+            if content is not None:
+                self.unsupported("pattern together with format", f"{ptr}/format")
+            else:
+                content = fmt
+        if content is not None and (lo, hi) != (0, None):
+            try:
+                content = strings.restrict_length(content, lo, hi, ptr)
+            except GrammarError as exc:
+                self.unsupported(exc.reason, ptr)
+        return content, lo, hi
+
+    def string(self, s: dict, ptr: str) -> g.Expr:
+        content, lo, hi = self.string_content(s, ptr)
+        if hi is not None and hi < lo:
+            return g.FAIL
+        if content is None:
+            return self._any_string(lo, hi)
+        return g.lex(strings.string_literal(content))
+
+    def _any_string(self, lo: int, hi: int | None) -> g.Expr:
+        quote = g.literal('"')
+        if (hi or 0) <= LEXEME_REPEAT_MAX:
+            return g.seq(quote, g.lex(rx.repeat(_ANY_CHAR_JSON, lo, hi)), quote)
+        return g.seq(quote, self._exactly(lo), self._up_to(hi - lo), quote)
+
+    def _block(self, k: int) -> g.Expr:
+        """Exactly 2**k characters."""
+        if 2**k <= LEXEME_REPEAT_MAX:
+            return g.lex(rx.repeat(_ANY_CHAR_JSON, 2**k, 2**k))
+        return self.rule(("block", k), lambda: g.seq(self._block(k - 1), self._block(k - 1)))
+
+    def _exactly(self, n: int) -> g.Expr:
+        return g.seq(*(self._block(k) for k in reversed(range(n.bit_length())) if n >> k & 1))
+
+    def _up_to(self, n: int) -> g.Expr:
+        """0..n characters, as binary blocks."""
+        if n <= LEXEME_REPEAT_MAX:
+            return g.lex(rx.repeat(_ANY_CHAR_JSON, 0, n))
+        k = n.bit_length() - 1
+        full = self.rule(("upto", 2**k - 1), lambda: g.seq(g.opt(self._block(k - 1)), self._up_to(2 ** (k - 1) - 1)))
+        if n == 2 ** (k + 1) - 1:
+            return self.rule(("upto", n), lambda: g.seq(g.opt(self._block(k)), full))
+        return self.rule(("upto", n), lambda: g.alt(full, g.seq(self._block(k), self._up_to(n - 2**k))))
+
+    # -- containers --------------------------------------------------------------------------
+
+    def _container_depth_ok(self, depth: int) -> bool:
+        return self.ws.indent is None or depth < MAX_PRETTY_DEPTH
+
+    def array(self, s: dict, ptr: str, depth: int) -> g.Expr:
+        if not self._container_depth_ok(depth):
+            return g.FAIL
+        lo, hi = s.get("minItems", 0), s.get("maxItems")
+        prefix = s.get("prefixItems", [])
+        items = s.get("items", True)
+        el = lambda sub, p: self.value(sub, p, depth + 1)  # noqa: E731
+        elems = [el(sub, f"{ptr}/prefixItems/{i}") for i, sub in enumerate(prefix)]
+        rest = el(items, f"{ptr}/items")
+        comma = g.lex(self.ws.comma(depth))
+        if "contains" in s:
+            if prefix or lo > 1 or hi is not None:
+                self.unsupported("contains together with prefixItems, minItems > 1 or maxItems", f"{ptr}/contains")
+            else:
+                hit = self.build(merge(self.flatten(items, f"{ptr}/items"), self.flatten(s["contains"], ptr), ptr),
+                                 f"{ptr}/contains", depth + 1)
+                body = g.seq(g.star(g.seq(rest, comma)), hit, g.star(g.seq(comma, rest)))
+                return g.seq(g.lex(self.ws.open("[", depth)), body, g.lex(self.ws.close("]", depth)))
+
+        def tail(i: int) -> g.Expr:
+            """Items from position i on, i >= 1 items already written."""
+            if hi is not None and i >= hi:
+                return g.EMPTY_SEQ
+            if i >= len(elems):
+                n_lo = max(lo - i, 0)
+                return g.rep(g.seq(comma, rest), n_lo, None if hi is None else hi - i)
+            more = g.seq(comma, elems[i], tail(i + 1))
+            return more if i < lo else g.alt(g.EMPTY_SEQ, more)
+
+        first = elems[0] if elems else rest
+        body = g.seq(g.lex(self.ws.open("[", depth)), first, tail(1), g.lex(self.ws.close("]", depth)))
+        if hi is not None and hi < lo:
+            return g.FAIL
+        return g.alt(g.lex(self.ws.empty("[]")), body) if lo == 0 else body
+
+    def object(self, s: dict, ptr: str, depth: int) -> g.Expr:
+        if not self._container_depth_ok(depth):
+            return g.FAIL
+        declared = list(s.get("properties", {}))
+        required = list(dict.fromkeys(s.get("required", [])))
+        names = declared + [n for n in required if n not in declared]
+        name_schema = self.flatten(s["propertyNames"], f"{ptr}/propertyNames") if "propertyNames" in s else None
+        colon = self.ws.colon()
+        items = []  # (required, expr) in output order
+        for name in names:
+            if name_schema is not None and not conforms(name, name_schema, f"{ptr}/propertyNames", self._resolver):
+                if name in required:
+                    return g.FAIL
+                continue
+            value = self.value(property_schema(s, name, ptr), f"{ptr}/properties/{escape_pointer(name)}", depth + 1)
+            if value == g.FAIL:
+                if name in required:
+                    return g.FAIL
+                continue
+            key = g.lex(rx.concat(strings.string_literal(rx.literal(name)), colon))
+            items.append((name in required, g.seq(key, value)))
+        extra = self._additional(s, ptr, depth, names, name_schema)
+        lo, hi = s.get("minProperties", 0), s.get("maxProperties")
+        comma = g.lex(self.ws.comma(depth))
+        need = max(lo, 1)
+        serial = next(self._objects)
+        cap = max(need, hi or 0)
+
+        def state(i: int, count: int) -> g.Expr:
+            return self.rule(("object", serial, i, count), lambda: body(i, count))
+
+        def body(i: int, count: int) -> g.Expr:
+            sep = comma if count else g.EMPTY_SEQ
+            if i == len(items):
+                n_lo = max(need - count, 0)
+                n_hi = None if hi is None else hi - count
+                if extra is None:
+                    return g.EMPTY_SEQ if n_lo == 0 else g.FAIL
+                if count:
+                    return g.rep(g.seq(comma, extra), n_lo, n_hi)
+                return g.seq(extra, g.rep(g.seq(comma, extra), max(n_lo - 1, 0), None if n_hi is None else n_hi - 1))
+            nxt = min(count + 1, cap)
+            present = g.FAIL if hi is not None and count >= hi else g.seq(sep, items[i][1], state(i + 1, nxt))
+            return present if items[i][0] else g.alt(present, state(i + 1, count))
+
+        empty_ok = lo == 0 and not required
+        filled = g.seq(g.lex(self.ws.open("{", depth)), state(0, 0), g.lex(self.ws.close("}", depth)))
+        return g.alt(g.lex(self.ws.empty("{}")), filled) if empty_ok else filled
+
+    def _additional(self, s: dict, ptr: str, depth: int, names: list[str], name_schema: dict | None) -> g.Expr | None:
+        """One additional `"key": value` entry (None when no additional property is allowed)."""
+        patterns = s.get("patternProperties", {})
+        additional = s.get("additionalProperties", True)
+        value_parts = list(patterns.values())
+        if patterns and additional is not True and additional is not False and additional != {}:
+            value_parts.append(additional)
+        if additional is False or (isinstance(additional, dict) and self.flatten(additional, ptr).get("_false")):
+            if not patterns:
+                return None
+            keys = rx.alt(*(parse_search_pattern(p, flavor="ecma") for p in patterns))
+        else:
+            keys = rx.star(rx.ANY_CHAR)
+            if not patterns:
+                value_parts = [additional]
+        if name_schema is not None and set(name_schema) - {"type"}:
+            content, lo, hi = self.string_content(name_schema, f"{ptr}/propertyNames")
+            if content is None:
+                content = rx.repeat(rx.ANY_CHAR, lo, hi)
+            if set(name_schema) - {"pattern", "minLength", "maxLength", "format", "type"}:
+                self.unsupported("propertyNames with keywords other than pattern, format and lengths",
+                                 f"{ptr}/propertyNames")
+            elif keys != rx.star(rx.ANY_CHAR):
+                self.unsupported("propertyNames together with patternProperties", f"{ptr}/propertyNames")
+            else:
+                keys = content
+        keys = strings.subtract_words(keys, set(names))
+        if keys == rx.NOTHING:
+            return None
+        value_schema = value_parts[0] if len(value_parts) == 1 else {"allOf": value_parts}
+        if len(patterns) > 1 or (patterns and additional is not False):
+            self.warnings.append(f"note at {ptr or '/'}: additional properties must satisfy every "
+                                 "patternProperties schema (a stricter, safe reading)")
+        value = self.value(value_schema, f"{ptr}/additionalProperties", depth + 1)
+        if value == g.FAIL:
+            return None
+        return g.seq(g.lex(rx.concat(strings.string_literal(keys), self.ws.colon())), value)

@@ -1,0 +1,219 @@
+"""Schema normalisation: draft spellings to 2020-12, `$ref` inlining for merges, and `allOf` merging.
+
+A normalised schema is a dict with 2020-12 keywords, `enum` in place of `const`, numeric exclusive
+bounds as numbers, `prefixItems`/`items` for arrays, and `"_false": True` for a schema nothing
+satisfies. Merging intersects keyword by keyword; property-wise it keeps each object's own
+`additionalProperties` meaning (a property one side does not declare gets that side's additional
+or pattern schema), and the merged `properties` order is the first schema's followed by the new
+names of the next.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from fractions import Fraction
+
+from grammask.errors import GrammarError
+from grammask.frontends.json_schema.resolve import Document
+
+__all__ = ["FALSE", "canonical", "json_type", "merge", "normalise", "types_of"]
+
+FALSE: dict = {"_false": True}
+ALL_TYPES = frozenset({"null", "boolean", "object", "array", "string", "number", "integer"})
+_ANNOTATIONS = {"title", "description", "default", "examples", "example", "$comment", "deprecated", "readOnly",
+                "writeOnly", "$schema", "$id", "id", "$anchor", "$dynamicAnchor", "$defs", "definitions",
+                "contentMediaType", "contentEncoding", "contentSchema", "$vocabulary"}
+
+
+def canonical(value: object) -> str:
+    """A text equal for JSON-equal values (1 and 1.0 included)."""
+    def norm(v):
+        if isinstance(v, bool) or v is None or isinstance(v, str):
+            return v
+        if isinstance(v, (int, float)):
+            return {"#n": str(Fraction(v))} if v == v and v not in (float("inf"), float("-inf")) else str(v)
+        if isinstance(v, list):
+            return [norm(x) for x in v]
+        return {k: norm(x) for k, x in v.items()}
+    return json.dumps(norm(value), sort_keys=True)
+
+
+def json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int) or (isinstance(value, float) and value.is_integer()):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def _num(value: object, ptr: str, key: str) -> Fraction:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise GrammarError(f"{key} must be a number, not {value!r}", pointer=ptr)
+    return Fraction(value)
+
+
+def normalise(schema: object, ptr: str, doc: Document) -> dict:
+    """One schema position in normal form (shallow: subschemas stay as written)."""
+    if schema is True:
+        return {}
+    if schema is False:
+        return dict(FALSE)
+    if not isinstance(schema, dict):
+        raise GrammarError(f"a schema must be an object or a boolean, not {type(schema).__name__}", pointer=ptr)
+    out = {k: v for k, v in schema.items() if k not in _ANNOTATIONS}
+    if "$ref" in out and doc.draft <= 7:
+        out = {"$ref": out["$ref"]}
+    if "type" in out:
+        types = out["type"] if isinstance(out["type"], list) else [out["type"]]
+        if not all(isinstance(t, str) and t in ALL_TYPES for t in types):
+            raise GrammarError(f"unknown type {out['type']!r}", pointer=f"{ptr}/type")
+        out["type"] = sorted(set(types))
+    if out.pop("nullable", False) is True and "type" in out:
+        out["type"] = sorted(set(out["type"]) | {"null"})
+        if "enum" in out:
+            out["enum"] = list(out["enum"]) + [None]
+    if "const" in out:
+        const = out.pop("const")
+        out["enum"] = [v for v in out.get("enum", [const]) if canonical(v) == canonical(const)]
+    if "enum" in out and not isinstance(out["enum"], list):
+        raise GrammarError("enum must be an array", pointer=f"{ptr}/enum")
+    for key, strict_key, pick in (("minimum", "exclusiveMinimum", max), ("maximum", "exclusiveMaximum", min)):
+        if isinstance(out.get(strict_key), bool):
+            if out.pop(strict_key) and key in out:
+                out[strict_key] = out.pop(key)
+        if key in out:
+            out[key] = _num(out[key], ptr, key)
+        if strict_key in out:
+            out[strict_key] = _num(out[strict_key], ptr, strict_key)
+    if isinstance(out.get("items"), list):
+        if "prefixItems" in out:
+            raise GrammarError("array-form items next to prefixItems", pointer=f"{ptr}/items")
+        out["prefixItems"] = out.pop("items")
+        if "additionalItems" in out:
+            out["items"] = out.pop("additionalItems")
+    out.pop("additionalItems", None)
+    for kind in ("anyOf", "oneOf"):
+        if kind in out:
+            if not isinstance(out[kind], list) or not out[kind]:
+                raise GrammarError(f"{kind} must be a non-empty array", pointer=f"{ptr}/{kind}")
+            out["_branches"] = [*out.get("_branches", []), (kind, out.pop(kind), f"{ptr}/{kind}")]
+    if "not" in out:
+        out["_not"] = [(out.pop("not"), f"{ptr}/not")]
+    return out
+
+
+def types_of(schema: dict) -> frozenset[str]:
+    """The JSON types a normalised schema may take ("integer" is listed on its own)."""
+    if schema.get("_false"):
+        return frozenset()
+    types = set(schema.get("type", ALL_TYPES))
+    if "number" in types:
+        types.add("integer")
+    if "enum" in schema:
+        types &= {json_type(v) for v in schema["enum"]} | ({"integer"} if "number" in types else set())
+        enum_types = {json_type(v) for v in schema["enum"]}
+        types = {t for t in types if t in enum_types or (t == "number" and "integer" in enum_types)}
+    return frozenset(types)
+
+
+def _pattern_matches(pattern: str, name: str, ptr: str) -> bool:
+    try:
+        return re.search(pattern, name) is not None
+    except re.error as exc:
+        raise GrammarError(f"cannot evaluate pattern {pattern!r}: {exc}", pointer=ptr) from None
+
+
+def property_schema(schema: dict, name: str, ptr: str) -> object:
+    """The schema a property called `name` gets in an object schema (declared, pattern or additional)."""
+    if name in schema.get("properties", {}):
+        parts = [schema["properties"][name]]
+    else:
+        parts = []
+    for pattern, sub in schema.get("patternProperties", {}).items():
+        if _pattern_matches(pattern, name, ptr):
+            parts.append(sub)
+    if not parts:
+        parts.append(schema.get("additionalProperties", True))
+    return parts[0] if len(parts) == 1 else {"allOf": parts}
+
+
+def _both(a: object, b: object) -> object:
+    if a is True or a == {}:
+        return b
+    if b is True or b == {} or a == b:
+        return a
+    return {"allOf": [a, b]}
+
+
+def _merge_objects(a: dict, b: dict, out: dict, ptr: str) -> None:
+    names = list(a.get("properties", {})) + [n for n in b.get("properties", {}) if n not in a.get("properties", {})]
+    if names:
+        out["properties"] = {n: _both(property_schema(a, n, ptr), property_schema(b, n, ptr)) for n in names}
+    pa, pb = a.get("patternProperties", {}), b.get("patternProperties", {})
+    if pa or pb:
+        if (pa and b.get("additionalProperties", True) is not True) or (pb and a.get("additionalProperties", True)
+                                                                         is not True):
+            raise GrammarError("allOf merging patternProperties with additionalProperties", pointer=ptr)
+        merged = dict(pa)
+        for pattern, sub in pb.items():
+            merged[pattern] = _both(merged[pattern], sub) if pattern in merged else sub
+        out["patternProperties"] = merged
+    if "additionalProperties" in a or "additionalProperties" in b:
+        out["additionalProperties"] = _both(a.get("additionalProperties", True), b.get("additionalProperties", True))
+    if "propertyNames" in a or "propertyNames" in b:
+        out["propertyNames"] = _both(a.get("propertyNames", True), b.get("propertyNames", True))
+    if "required" in a or "required" in b:
+        out["required"] = list(dict.fromkeys(list(a.get("required", [])) + list(b.get("required", []))))
+
+
+def _merge_arrays(a: dict, b: dict, out: dict) -> None:
+    pa, pb = a.get("prefixItems", []), b.get("prefixItems", [])
+    if pa or pb:
+        at = lambda s, p, i: p[i] if i < len(p) else s.get("items", True)  # noqa: E731
+        out["prefixItems"] = [_both(at(a, pa, i), at(b, pb, i)) for i in range(max(len(pa), len(pb)))]
+    if "items" in a or "items" in b:
+        out["items"] = _both(a.get("items", True), b.get("items", True))
+
+
+def merge(a: dict, b: dict, ptr: str) -> dict:
+    """The conjunction of two normalised schemas (without `$ref`, whose `allOf` is already split)."""
+    if a.get("_false") or b.get("_false"):
+        return dict(FALSE)
+    out = {k: v for k, v in a.items() if k not in b}
+    out.update({k: v for k, v in b.items() if k not in a})
+    for key in set(a) & set(b):
+        x, y = a[key], b[key]
+        if key == "type":
+            tx, ty = set(x), set(y)
+            tx |= {"integer"} if "number" in tx else set()
+            ty |= {"integer"} if "number" in ty else set()
+            out[key] = sorted(tx & ty)
+        elif key == "enum":
+            keep = {canonical(v) for v in y}
+            out[key] = [v for v in x if canonical(v) in keep]
+        elif key in ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties", "minContains"):
+            out[key] = max(x, y)
+        elif key in ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties", "maxContains"):
+            out[key] = min(x, y)
+        elif key == "uniqueItems":
+            out[key] = x or y
+        elif key in ("_branches", "_not", "allOf"):
+            out[key] = [*x, *y]
+        elif key in ("properties", "patternProperties", "additionalProperties", "required", "propertyNames",
+                     "prefixItems", "items"):
+            continue
+        elif x != y:
+            raise GrammarError(f"allOf with two different {key!r} values cannot be merged exactly", pointer=ptr)
+    if set(a) & {"properties", "patternProperties", "additionalProperties", "required", "propertyNames"} or \
+            set(b) & {"properties", "patternProperties", "additionalProperties", "required", "propertyNames"}:
+        _merge_objects(a, b, out, ptr)
+    if set(a) & {"prefixItems", "items"} or set(b) & {"prefixItems", "items"}:
+        _merge_arrays(a, b, out)
+    return out

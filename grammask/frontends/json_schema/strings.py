@@ -1,0 +1,193 @@
+"""JSON string literals whose decoded value lies in a regular language over code points.
+
+A schema constrains the *decoded* string; the model writes the *encoded* literal. `encode` maps a
+regex over decoded characters to the regex of every JSON spelling of those characters: the
+character itself where JSON allows it raw, its short escape (`\\n`, `\\"`, ...) and every `\\uXXXX`
+spelling (hex digits in either case; astral characters as surrogate pairs). Lone surrogates are
+never produced.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from grammask.errors import GrammarError
+from grammask.ir import regex as rx
+
+__all__ = [
+    "encode",
+    "length_bounds",
+    "restrict_length",
+    "string_literal",
+    "subtract_words",
+]
+
+_SHORT_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "\b": "b", "\f": "f", "\n": "n", "\r": "r", "\t": "t"}
+_RAW = rx.char_class([(0x22, 0x22), (0x5C, 0x5C), (0, 0x1F), (0xD800, 0xDFFF)], negate=True)
+_HEX_DIGITS = "0123456789abcdef"
+
+
+def _intersect(a: rx.CharClass, b: rx.CharClass) -> rx.CharClass:
+    # A ∩ B = ¬(¬A ∪ ¬B)
+    return rx.char_class(rx.alt(rx.char_class(a.ranges, negate=True), rx.char_class(b.ranges, negate=True)).ranges,
+                         negate=True)
+
+
+def _hex_digit(lo: int, hi: int) -> rx.RegexNode:
+    spans = [(ord(_HEX_DIGITS[lo]), ord(_HEX_DIGITS[min(hi, 9)]))] if lo <= 9 else []
+    if hi >= 10:
+        a, b = max(lo, 10), hi
+        spans += [(ord(_HEX_DIGITS[a]), ord(_HEX_DIGITS[b])), (ord(_HEX_DIGITS[a].upper()), ord(_HEX_DIGITS[b].upper()))]
+    return rx.char_class(spans)
+
+
+def _hex_range(lo: int, hi: int, width: int) -> rx.RegexNode:
+    """`width` hex digits (either case) spelling a value in [lo, hi]."""
+    if width == 0:
+        return rx.EMPTY
+    unit = 16 ** (width - 1)
+    a, b = divmod(lo, unit), divmod(hi, unit)
+    if a[1] == 0 and b[1] == unit - 1:
+        return rx.concat(_hex_digit(a[0], b[0]), _hex_range(0, unit - 1, width - 1))
+    if a[0] == b[0]:
+        return rx.concat(_hex_digit(a[0], a[0]), _hex_range(a[1], b[1], width - 1))
+    parts = [rx.concat(_hex_digit(a[0], a[0]), _hex_range(a[1], unit - 1, width - 1))]
+    if b[0] - a[0] > 1:
+        parts.append(rx.concat(_hex_digit(a[0] + 1, b[0] - 1), _hex_range(0, unit - 1, width - 1)))
+    parts.append(rx.concat(_hex_digit(b[0], b[0]), _hex_range(0, b[1], width - 1)))
+    return rx.alt(*parts)
+
+
+def _u_escape(lo: int, hi: int) -> rx.RegexNode:
+    return rx.concat(rx.literal("\\u"), _hex_range(lo, hi, 4))
+
+
+def _astral(lo: int, hi: int) -> rx.RegexNode:
+    """Surrogate-pair escapes of the code points [lo, hi] (all >= U+10000)."""
+    (h1, l1), (h2, l2) = (divmod(lo - 0x10000, 0x400), divmod(hi - 0x10000, 0x400))
+    pair = lambda h_lo, h_hi, l_lo, l_hi: rx.concat(  # noqa: E731
+        _u_escape(0xD800 + h_lo, 0xD800 + h_hi), _u_escape(0xDC00 + l_lo, 0xDC00 + l_hi))
+    if h1 == h2:
+        return pair(h1, h1, l1, l2)
+    parts = [pair(h1, h1, l1, 0x3FF)]
+    if h2 - h1 > 1:
+        parts.append(pair(h1 + 1, h2 - 1, 0, 0x3FF))
+    parts.append(pair(h2, h2, 0, l2))
+    return rx.alt(*parts)
+
+
+@lru_cache(maxsize=4096)
+def _encode_class(cc: rx.CharClass) -> rx.RegexNode:
+    parts: list[rx.RegexNode] = [_intersect(cc, _RAW)]
+    for ch, esc in _SHORT_ESCAPES.items():
+        if any(lo <= ord(ch) <= hi for lo, hi in cc.ranges):
+            parts.append(rx.literal("\\" + esc))
+    for lo, hi in cc.ranges:
+        for a, b in ((lo, min(hi, 0xD7FF)), (max(lo, 0xE000), min(hi, 0xFFFF))):
+            if a <= b:
+                parts.append(_u_escape(a, b))
+        if hi >= 0x10000:
+            parts.append(_astral(max(lo, 0x10000), hi))
+    return rx.alt(*parts)
+
+
+def encode(node: rx.RegexNode) -> rx.RegexNode:
+    """Every JSON-escaped spelling of every string of `node` (without the quotes)."""
+    if isinstance(node, rx.CharClass):
+        return _encode_class(node)
+    if isinstance(node, rx.Concat):
+        return rx.concat(*map(encode, node.items))
+    if isinstance(node, rx.Alt):
+        return rx.alt(*map(encode, node.items))
+    return rx.repeat(encode(node.item), node.min, node.max)
+
+
+def string_literal(content: rx.RegexNode) -> rx.RegexNode:
+    """The quoted JSON literal of strings in `content` (a regex over decoded code points)."""
+    return rx.concat(rx.literal('"'), encode(content), rx.literal('"'))
+
+
+def length_bounds(node: rx.RegexNode) -> tuple[int, int | None]:
+    """Shortest and longest string length of `node` in code points (None: unbounded)."""
+    if isinstance(node, rx.CharClass):
+        return (1, 1) if node.ranges else (0, 0)
+    if isinstance(node, rx.Concat):
+        lo, hi = 0, 0
+        for item in node.items:
+            a, b = length_bounds(item)
+            lo += a
+            hi = None if hi is None or b is None else hi + b
+        return lo, hi
+    if isinstance(node, rx.Alt):
+        bounds = [length_bounds(i) for i in node.items]
+        his = [b for _, b in bounds]
+        return min(a for a, _ in bounds), None if None in his else max(his)
+    a, b = length_bounds(node.item)
+    return a * node.min, None if node.max is None or b is None else b * node.max
+
+
+def restrict_length(node: rx.RegexNode, lo: int, hi: int | None, pointer: str) -> rx.RegexNode:
+    """`node` limited to strings of lo..hi code points.
+
+    Exact when the limit is implied by `node`, or when `node` is fixed-width pieces around a single
+    repeat of one-character items (such as `[a-z][a-z0-9]*`); otherwise a `GrammarError`.
+    """
+    n_lo, n_hi = length_bounds(node)
+    if n_lo >= lo and (hi is None or (n_hi is not None and n_hi <= hi)):
+        return node
+    items = node.items if isinstance(node, rx.Concat) else (node,)
+    variable = [i for i, item in enumerate(items) if length_bounds(item)[0] != length_bounds(item)[1]]
+    if len(variable) == 1:
+        k = variable[0]
+        rep = items[k]
+        if isinstance(rep, rx.Repeat) and length_bounds(rep.item) == (1, 1):
+            fixed = n_lo - rep.min
+            new_min = max(rep.min, lo - fixed)
+            new_max = hi - fixed if rep.max is None else (rep.max if hi is None else min(rep.max, hi - fixed))
+            return rx.concat(*items[:k], rx.repeat(rep.item, new_min, new_max), *items[k + 1:])
+    raise GrammarError("minLength/maxLength combined with this pattern or format cannot be enforced exactly",
+                       pointer=pointer)
+
+
+def _first_in(node: rx.RegexNode, cc: rx.CharClass) -> rx.RegexNode:
+    """The strings of `node` whose first character is in `cc`."""
+    if isinstance(node, rx.CharClass):
+        return _intersect(node, cc)
+    if isinstance(node, rx.Alt):
+        return rx.alt(*(_first_in(i, cc) for i in node.items))
+    if isinstance(node, rx.Concat):
+        head, tail = node.items[0], rx.concat(*node.items[1:])
+        out = rx.concat(_first_in(head, cc), tail)
+        return rx.alt(out, _first_in(tail, cc)) if rx.is_nullable(head) else out
+    once = rx.concat(_first_in(node.item, cc), rx.repeat(node.item, max(node.min - 1, 0),
+                                                          None if node.max is None else node.max - 1))
+    return once
+
+
+def _derivative(node: rx.RegexNode, ch: int) -> rx.RegexNode:
+    """The strings s such that chr(ch) + s is in `node` (Brzozowski)."""
+    if isinstance(node, rx.CharClass):
+        return rx.EMPTY if any(lo <= ch <= hi for lo, hi in node.ranges) else rx.NOTHING
+    if isinstance(node, rx.Alt):
+        return rx.alt(*(_derivative(i, ch) for i in node.items))
+    if isinstance(node, rx.Concat):
+        head, tail = node.items[0], rx.concat(*node.items[1:])
+        out = rx.concat(_derivative(head, ch), tail)
+        return rx.alt(out, _derivative(tail, ch)) if rx.is_nullable(head) else out
+    return rx.concat(_derivative(node.item, ch),
+                     rx.repeat(node.item, max(node.min - 1, 0), None if node.max is None else node.max - 1))
+
+
+def subtract_words(node: rx.RegexNode, words: set[str]) -> rx.RegexNode:
+    """The strings of `node` other than `words`, walking the words' trie with derivatives."""
+    if not words or node == rx.NOTHING:
+        return node
+    heads = sorted({w[0] for w in words if w})
+    others = rx.char_class([(ord(c), ord(c)) for c in heads], negate=True)
+    parts = [_first_in(node, others)]
+    for c in heads:
+        rest = subtract_words(_derivative(node, ord(c)), {w[1:] for w in words if w and w[0] == c})
+        parts.append(rx.concat(rx.literal(c), rest))
+    if "" not in words and rx.is_nullable(node):
+        parts.append(rx.EMPTY)
+    return rx.alt(*parts)

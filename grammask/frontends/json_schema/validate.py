@@ -1,0 +1,82 @@
+"""A small JSON Schema validator for literal values: filters `enum`/`const` values and property names.
+
+It evaluates only the keywords grammask can decide on a known value; for any other constraining
+keyword it raises `GrammarError`, so a value is never kept on a guess.
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+from typing import Callable
+
+from grammask.errors import GrammarError
+from grammask.frontends.json_schema.normalise import canonical, json_type, property_schema
+
+__all__ = ["conforms"]
+
+Resolve = Callable[[object, str], dict]
+
+
+def conforms(value: object, schema: dict, ptr: str, resolve: Resolve) -> bool:
+    """Whether `value` is valid under the normalised `schema`; `resolve` normalises a subschema."""
+    if schema.get("_false"):
+        return False
+    t = json_type(value)
+    if "type" in schema and not (t in schema["type"] or (t == "integer" and "number" in schema["type"])):
+        return False
+    if "enum" in schema and canonical(value) not in {canonical(v) for v in schema["enum"]}:
+        return False
+    if t in ("integer", "number"):
+        x = Fraction(value)
+        for key, ok in (("minimum", x.__ge__), ("maximum", x.__le__), ("exclusiveMinimum", x.__gt__),
+                        ("exclusiveMaximum", x.__lt__)):
+            if key in schema and not ok(schema[key]):
+                return False
+        if "multipleOf" in schema and (x / Fraction(schema["multipleOf"])).denominator != 1:
+            return False
+    if t == "string":
+        if not schema.get("minLength", 0) <= len(value) <= schema.get("maxLength", len(value)):
+            return False
+        if "pattern" in schema:
+            try:
+                if re.search(schema["pattern"], value) is None:
+                    return False
+            except re.error as exc:
+                raise GrammarError(f"cannot evaluate pattern: {exc}", pointer=f"{ptr}/pattern") from None
+        if "format" in schema:
+            raise GrammarError("enum or property names combined with format", pointer=f"{ptr}/format")
+    if t == "array":
+        if not schema.get("minItems", 0) <= len(value) <= schema.get("maxItems", len(value)):
+            return False
+        prefix = schema.get("prefixItems", [])
+        for i, item in enumerate(value):
+            sub = prefix[i] if i < len(prefix) else schema.get("items", True)
+            if not conforms(item, resolve(sub, f"{ptr}/items"), f"{ptr}/items", resolve):
+                return False
+        if schema.get("uniqueItems") and len({canonical(v) for v in value}) != len(value):
+            return False
+        if "contains" in schema:
+            raise GrammarError("enum combined with contains", pointer=f"{ptr}/contains")
+    if t == "object":
+        if not schema.get("minProperties", 0) <= len(value) <= schema.get("maxProperties", len(value)):
+            return False
+        if any(name not in value for name in schema.get("required", [])):
+            return False
+        for name, item in value.items():
+            if "propertyNames" in schema and not conforms(name, resolve(schema["propertyNames"], ptr), ptr, resolve):
+                return False
+            if not conforms(item, resolve(property_schema(schema, name, ptr), ptr), ptr, resolve):
+                return False
+    for kind, subs, sub_ptr in schema.get("_branches", []):
+        hits = sum(conforms(value, resolve(s, f"{sub_ptr}/{i}"), sub_ptr, resolve) for i, s in enumerate(subs))
+        if hits == 0 or (kind == "oneOf" and hits > 1):
+            return False
+    for sub, sub_ptr in schema.get("_not", []):
+        if conforms(value, resolve(sub, sub_ptr), sub_ptr, resolve):
+            return False
+    for key in ("if", "dependentRequired", "dependentSchemas", "dependencies", "unevaluatedProperties",
+                "unevaluatedItems"):
+        if key in schema:
+            raise GrammarError(f"enum combined with {key}", pointer=f"{ptr}/{key}")
+    return True

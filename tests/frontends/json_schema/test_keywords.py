@@ -1,0 +1,184 @@
+"""Keyword by keyword: the grammar accepts exactly what jsonschema (with format checks) accepts."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from grammask.engine.recognize import accepts
+from grammask.errors import GrammarError
+from grammask.frontends.json_schema import Whitespace, grammar_from_json_schema
+
+# (schema, instances): each instance is checked against jsonschema and against the grammar.
+CASES = [
+    ({"type": "integer"}, [0, -7, 12345, 1.5, "1", None]),
+    ({"type": ["string", "null"]}, ["a", None, 0, False]),
+    ({"type": "integer", "minimum": -15, "maximum": 120}, [-16, -15, -1, 0, 9, 10, 99, 100, 120, 121, 1000]),
+    ({"type": "integer", "exclusiveMinimum": 0, "exclusiveMaximum": 10}, [0, 1, 9, 10, -1]),
+    ({"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer", "minimum": 5,
+      "exclusiveMinimum": True}, [5, 6]),
+    ({"type": "number", "minimum": 0}, [0, 0.0, 3.5, -0.5, 1e-07, -1e-07, 12]),
+    ({"type": "number", "exclusiveMinimum": 0}, [0, 0.0, 0.001, -1.0, 2e+30]),
+    ({"type": "number", "minimum": 1, "maximum": 3}, [0.999, 1, 1.5, 2.99, 3, 3.0, 3.01, 4]),
+    ({"type": "number", "exclusiveMaximum": 3, "minimum": -2}, [-2.0, -2.01, 2.999, 3, 3.0]),
+    ({"type": "integer", "multipleOf": 5, "minimum": 0, "maximum": 30}, [0, 5, 7, 30, 35]),
+    ({"type": "boolean"}, [True, False, 0, "true"]),
+    ({"enum": ["red", "green", 3, None, [1, 2], {"a": "é"}]}, ["red", "blue", 3, 4, None, [1, 2], [2, 1], {"a": "é"}]),
+    ({"const": "x\"y\\z"}, ["x\"y\\z", "xyz"]),
+    ({"type": "string", "enum": ["a", 1]}, ["a", 1]),
+    ({"type": "string", "minLength": 2, "maxLength": 3}, ["a", "ab", "abc", "abcd", "é😀", "\n\t", "\u0000x"]),
+    ({"type": "string", "maxLength": 300}, ["x" * 300, "x" * 301, "é" * 299, ""]),
+    ({"type": "string", "minLength": 100, "maxLength": 130}, ["y" * 99, "y" * 100, "y" * 130, "y" * 131]),
+    ({"type": "string", "pattern": "^[a-z]+[0-9]?$"}, ["abc", "abc1", "abc12", "", "ABC"]),
+    ({"type": "string", "pattern": "b+"}, ["abbc", "ac", "b"]),
+    ({"type": "string", "pattern": "^[A-Z][a-z]*$", "maxLength": 4}, ["Abcd", "Abcde", "A", "ab"]),
+    ({"type": "string", "format": "date"}, ["2024-02-29", "2023-02-29", "2023-04-31", "2023-12-31", "2023-1-01"]),
+    ({"type": "string", "format": "ipv4"}, ["10.0.0.255", "10.0.0.256", "1.2.3", "01.2.3.4"]),
+    ({"type": "string", "format": "uuid"}, ["123e4567-e89b-12d3-a456-426614174000", "123e4567e89b12d3"]),
+    ({"type": "string", "format": "email"}, ["a.b@example.com", "no-at-sign"]),
+    ({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}, "required": ["b"]},
+     [{"b": "x"}, {"a": 1, "b": "x"}, {"a": 1}, {"b": "x", "c": [1]}, {"a": "1", "b": "x"}, {}]),
+    ({"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": False},
+     [{}, {"a": 2}, {"a": 2, "b": 1}, {"ab": 1}]),
+    ({"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": {"type": "string"}},
+     [{"a": 1, "b": "x"}, {"a": 1, "b": 2}, {"z": "q"}, {"a": "str"}]),
+    ({"type": "object", "patternProperties": {"^x-": {"type": "integer"}}, "additionalProperties": False},
+     [{"x-a": 1}, {"x-a": "1"}, {"y": 1}, {}]),
+    ({"type": "object", "required": ["id"], "additionalProperties": {"type": "integer"}, "properties": {"n": {}}},
+     [{"id": 1}, {"n": 1, "id": 2}, {"n": 1}, {"id": "x"}]),
+    ({"type": "object", "minProperties": 1, "maxProperties": 2}, [{}, {"a": 1}, {"a": 1, "b": 2}, {"a": 1, "b": 2, "c": 3}]),
+    ({"type": "object", "propertyNames": {"pattern": "^[a-z]+$"}}, [{"ab": 1}, {"Ab": 1}, {}]),
+    ({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3}, [[], [1], [1, 2, 3], [1, 2, 3, 4], ["a"]]),
+    ({"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}], "items": False},
+     [["a", 1], ["a"], ["a", 1, 2], [1, "a"], []]),
+    ({"$schema": "http://json-schema.org/draft-07/schema#", "type": "array", "items": [{"type": "string"}],
+      "additionalItems": {"type": "boolean"}}, [["a", True], ["a", 1], [True]]),
+    ({"type": "array", "contains": {"const": 3}}, [[3], [1, 3, 2], [1, 2], []]),
+    ({"anyOf": [{"type": "string", "maxLength": 2}, {"type": "integer", "minimum": 10}]}, ["ab", "abc", 10, 9]),
+    ({"oneOf": [{"type": "string"}, {"type": "integer"}]}, ["a", 1, None]),
+    ({"oneOf": [{"properties": {"k": {"const": "a"}, "v": {"type": "integer"}}, "required": ["k"]},
+                {"properties": {"k": {"const": "b"}, "v": {"type": "string"}}, "required": ["k"]}], "type": "object"},
+     [{"k": "a", "v": 1}, {"k": "b", "v": "x"}, {"k": "a", "v": "x"}, {"k": "c"}]),
+    ({"allOf": [{"properties": {"a": {"type": "integer"}}, "additionalProperties": False},
+                {"properties": {"b": {"type": "integer"}}}], "type": "object"},
+     [{"a": 1}, {"b": 1}, {"a": 1, "b": 2}, {}]),
+    ({"allOf": [{"type": "integer", "minimum": 2}, {"maximum": 5}]}, [1, 2, 5, 6]),
+    ({"type": ["integer", "string"], "not": {"type": "string"}}, [1, "a"]),
+    ({"$defs": {"node": {"type": "object", "properties": {"v": {"type": "integer"}, "next": {"$ref": "#/$defs/node"}},
+                         "required": ["v"], "additionalProperties": False}}, "$ref": "#/$defs/node"},
+     [{"v": 1}, {"v": 1, "next": {"v": 2, "next": {"v": 3}}}, {"v": 1, "next": {}}]),
+    ({"definitions": {"a": {"$id": "#thing", "type": "integer"}}, "properties": {"x": {"$ref": "#thing"}},
+      "$schema": "http://json-schema.org/draft-07/schema#"}, [{"x": 1}, {"x": "1"}]),
+    (True, [1, "a", None, {"a": [1, {"b": None}]}]),
+    ({"properties": {"a": False}}, [{"a": 1}, {"b": 1}]),
+]
+
+
+def _validator(schema):
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+
+@pytest.mark.parametrize(("schema", "instances"), CASES, ids=[json.dumps(c[0])[:60] for c in CASES])
+def test_grammar_agrees_with_jsonschema(schema, instances):
+    grammar = grammar_from_json_schema(schema)
+    validator = _validator(schema)
+    for instance in instances:
+        for text in (json.dumps(instance), json.dumps(instance, ensure_ascii=False)):
+            assert accepts(grammar, text.encode()) == validator.is_valid(instance), text
+
+
+# Formats jsonschema checks only with optional packages: expected results written out.
+FORMAT_CASES = [
+    ("date-time", ["2024-01-05T10:20:30Z", "2024-01-05t10:20:30.5+02:00"], ["2024-01-05 10:20", "2024-01-05T25:00:00Z"]),
+    ("time", ["23:59:59Z", "00:00:00.123-05:30"], ["24:00:00Z", "12:00:00"]),
+    ("duration", ["P1Y2M3DT4H5M6S", "PT5M", "P3W"], ["P", "PT", "P1H", "1Y"]),
+    ("hostname", ["example.com", "a-b.c"], ["-a.com", "a..b", "a_b"]),
+    ("ipv6", ["::1", "2001:db8::ff00:42:8329", "::ffff:10.0.0.1"], ["1:2:3:4:5:6:7:8:9", "12345::", ":::"]),
+    ("uri", ["https://example.com/a?b=c#d", "urn:isbn:123", "mailto:a@b.c"], ["no scheme", "/relative", "http://a b"]),
+    ("uri-reference", ["/relative/path?x=1", "https://x.org", "#frag"], ["a b", "%zz"]),
+]
+
+
+@pytest.mark.parametrize(("fmt", "good", "bad"), FORMAT_CASES, ids=[c[0] for c in FORMAT_CASES])
+def test_formats(fmt, good, bad):
+    grammar = grammar_from_json_schema({"type": "string", "format": fmt})
+    assert all(accepts(grammar, json.dumps(v).encode()) for v in good)
+    assert not any(accepts(grammar, json.dumps(v).encode()) for v in bad)
+
+
+@pytest.mark.parametrize("layout", ["flexible", "compact", 2])
+def test_layouts_accept_their_own_json_dumps(layout):
+    schema = {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}},
+                                               "b": {"type": "object"}}}
+    grammar = grammar_from_json_schema(schema, whitespace=layout)
+    value = {"a": [1, 2], "b": {"c": [None, {}], "d": []}}
+    own = {"flexible": {}, "compact": {"separators": (",", ":")}, 2: {"indent": 2}}[layout]
+    assert accepts(grammar, json.dumps(value, **own).encode())
+    assert accepts(grammar, json.dumps(value, indent=3).encode()) == (layout == "flexible")
+
+
+def test_flexible_whitespace_runs_are_capped():
+    grammar = grammar_from_json_schema({"type": "array"}, whitespace=Whitespace.flexible(max_run=4))
+    assert accepts(grammar, b"[    1]")
+    assert not accepts(grammar, b"[     1]")
+
+
+def test_escapes_decode_before_patterns_and_lengths():
+    grammar = grammar_from_json_schema({"type": "string", "pattern": "^a\"b$"})
+    assert accepts(grammar, b'"a\\"b"') and accepts(grammar, b'"a\\u0022b"') and accepts(grammar, b'"\\u0061\\"b"')
+    astral = grammar_from_json_schema({"type": "string", "maxLength": 1})
+    assert accepts(astral, b'"\\ud83d\\ude00"') and not accepts(astral, b'"\\ud83d"')
+
+
+@pytest.mark.parametrize(("schema", "fragment"), [
+    ({"type": "array", "uniqueItems": True}, "uniqueItems"),
+    ({"$ref": "#/definitions/missing"}, r"dangling \$ref"),
+    ({"type": "object", "required": ["id"], "additionalProperties": False}, "unsatisfiable"),
+    ({"$ref": "http://example.com/s.json"}, "outside this schema"),
+    ({"type": "integer", "minimum": 5, "maximum": 1}, "unsatisfiable"),
+    ({"type": "strin"}, "unknown type"),
+    ({"dependentRequired": {"a": ["b"]}}, "dependentRequired"),
+    ("{not json", "not valid JSON"),
+])
+def test_clear_errors(schema, fragment):
+    with pytest.raises(GrammarError, match=fragment):
+        grammar_from_json_schema(schema)
+
+
+def test_nullable_adds_null():
+    grammar = grammar_from_json_schema({"type": "integer", "nullable": True})
+    assert accepts(grammar, b"null") and accepts(grammar, b"3") and not accepts(grammar, b'"a"')
+
+
+def test_lenient_drops_and_warns():
+    grammar = grammar_from_json_schema({"type": "array", "uniqueItems": True}, lenient=True)
+    assert any("uniqueItems" in w for w in grammar.warnings)
+    assert accepts(grammar, b"[1, 1]")
+
+
+@settings(max_examples=60, deadline=None)
+@given(lo=st.integers(-10**6, 10**6), span=st.integers(0, 10**4), x=st.integers(-2 * 10**6, 2 * 10**6))
+def test_integer_ranges_are_exact(lo, span, x):
+    grammar = grammar_from_json_schema({"type": "integer", "minimum": lo, "maximum": lo + span})
+    for value in (x, lo, lo - 1, lo + span, lo + span + 1):
+        assert accepts(grammar, str(value).encode()) == (lo <= value <= lo + span)
+
+
+def test_any_json_and_pydantic():
+    from grammask.ir.grammar import Grammar
+
+    pydantic = pytest.importorskip("pydantic")
+
+    class Point(pydantic.BaseModel):
+        x: int
+        label: str | None = None
+
+    grammar = Grammar.from_pydantic(Point)
+    assert accepts(grammar, b'{"x": 1}') and accepts(grammar, b'{"x": 1, "label": null}')
+    assert not accepts(grammar, b'{"label": "a"}')
+    assert accepts(Grammar.json(), b'[1, {"a": "\\u00e9"}, true]') and not accepts(Grammar.json(), b"[1,]")
