@@ -67,7 +67,7 @@ def byte_level_alphabet() -> dict[int, str]:
     """GPT-2's byte -> character map: printable Latin-1 bytes stand for themselves, the other 68
     bytes (controls, space, DEL, NBSP, soft hyphen, ...) take U+0100 onwards in byte order."""
     printable = [*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
-    shifted = [b for b in range(256) if b not in set(printable)]
+    shifted = sorted(set(range(256)) - set(printable))
     table = {b: chr(b) for b in printable}
     table.update({b: chr(0x100 + i) for i, b in enumerate(shifted)})
     return table

@@ -140,8 +140,8 @@ def _read(cur: _Cursor, skip: Container[str]) -> dict[str, Any]:
     if magic != _MAGIC:
         raise VocabularyError(f"{cur.path}: not a GGUF file (magic {magic!r})")
     (version,) = cur.unpack("<I")
-    if version == 1:  # v1 used 32-bit counts and lengths; long obsolete
-        raise VocabularyError(f"{cur.path}: GGUF version 1 is not supported")
+    if version not in (2, 3):  # v1 had 32-bit counts; a big-endian file shows a swapped number
+        raise VocabularyError(f"{cur.path}: GGUF version {version} is not supported (2 and 3 are)")
     _n_tensors, n_kv = cur.unpack("<QQ")
     meta: dict[str, Any] = {}
     for _ in range(n_kv):
@@ -159,7 +159,9 @@ _NORMAL, _UNKNOWN, _CONTROL, _USER_DEFINED, _UNUSED, _BYTE = 1, 2, 3, 4, 5, 6
 _BYTE_LEVEL_MODELS = frozenset({"gpt2"})
 _METASPACE_MODELS = frozenset({"llama", "gemma4", "t5", "bert"})
 # Large keys the vocabulary never needs: walked over, not kept.
-_UNUSED_KEYS = frozenset({"tokenizer.ggml.merges", "tokenizer.ggml.scores", "tokenizer.ggml.precompiled_charsmap"})
+_UNUSED_KEYS = frozenset(
+    {"tokenizer.ggml.merges", "tokenizer.ggml.scores", "tokenizer.ggml.precompiled_charsmap"}
+)
 
 
 def load_gguf_vocab(path: str | PathLike[str]) -> LoadedVocab:
@@ -188,16 +190,15 @@ def load_gguf_vocab(path: str | PathLike[str]) -> LoadedVocab:
     else:
         raise VocabularyError(f"{where}: unsupported tokenizer model {model_name!r}")
 
-    token_bytes = list(raw)  # CONTROL, UNKNOWN, USER_DEFINED: the piece as written
-    for i in np.flatnonzero(types == _NORMAL).tolist():
-        token_bytes[i] = text[i]
+    token_bytes = list(text)
+    for i in np.flatnonzero(np.isin(types, (_UNKNOWN, _CONTROL, _USER_DEFINED))).tolist():
+        token_bytes[i] = raw[i]  # written as-is
     for i in np.flatnonzero(types == _BYTE).tolist():
         value = byte_fallback_value(raw[i].decode("utf-8", "replace"))
         if value is None:
             raise VocabularyError(f"{where}: byte token {i} is {raw[i]!r}, not <0xNN>")
         token_bytes[i] = bytes([value])
-    literal = (_UNKNOWN, _CONTROL, _USER_DEFINED)
-    for i in np.flatnonzero(~np.isin(types, (_NORMAL, _BYTE, *literal))).tolist():
+    for i in np.flatnonzero(~np.isin(types, (_NORMAL, _UNKNOWN, _CONTROL, _USER_DEFINED, _BYTE))).tolist():
         token_bytes[i] = b""  # UNUSED (and undefined types): llama.cpp renders nothing
 
     added = np.flatnonzero((types == _CONTROL) | (types == _USER_DEFINED)).tolist()

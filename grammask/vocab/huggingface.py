@@ -171,7 +171,8 @@ def _from_python_tokenizer(tokenizer: Any, name: str) -> LoadedVocab:
     for i, t in added.items():
         token_bytes[i] = str(t).encode("utf-8")
     special = [i for i, t in added.items() if getattr(t, "special", False)]
-    return LoadedVocab(token_bytes, special, end_of_generation_ids({i: str(t) for i, t in added.items()}), None, name)
+    eos = end_of_generation_ids({i: str(t) for i, t in added.items()})
+    return LoadedVocab(token_bytes, special, eos, None, name)
 
 
 def _with_transformers_ids(loaded: LoadedVocab, tokenizer: Any) -> LoadedVocab:

@@ -54,82 +54,34 @@ class TokenTrie:
     token_len: np.ndarray
 
     def __init__(self, vocab: Vocabulary) -> None:
-        n_tokens = len(vocab.token_bytes)
-        text_ids = np.flatnonzero(~vocab.is_special[:n_tokens])
         pieces = vocab.token_bytes
+        text_ids = np.flatnonzero(~vocab.is_special[: len(pieces)])
         order = sorted(text_ids.tolist(), key=pieces.__getitem__)  # stable: ties stay by id
         sorted_pieces = [pieces[i] for i in order]
-        n = len(order)
-
-        lengths = np.fromiter(map(len, sorted_pieces), np.int64, n)
-        starts = np.zeros(n, np.int64)
+        lengths = np.fromiter(map(len, sorted_pieces), np.int64, len(order))
+        starts = np.zeros(len(order), np.int64)
         np.cumsum(lengths[:-1], out=starts[1:])
         flat = np.frombuffer(b"".join(sorted_pieces), np.uint8)
-        lcp = _common_prefix_lengths(flat, starts, lengths)
 
-        # Node creations, in token-rank order: rank r creates depths lcp[r]+1 .. lengths[r].
-        created = lengths - lcp
-        first = np.zeros(n + 1, np.int64)
-        np.cumsum(created, out=first[1:])
-        rank = np.repeat(np.arange(n, dtype=np.int64), created)
-        depth = lcp[rank] + 1 + (np.arange(first[-1], dtype=np.int64) - first[rank])
-        # A stable sort by depth alone keeps ranks increasing within a depth (radix sort on uint16).
-        node_order = np.argsort(depth.astype(np.uint16), kind="stable")
-        node_id = np.empty(len(node_order), np.int64)  # creation -> node (the root is node 0)
-        node_id[node_order] = np.arange(1, len(node_order) + 1)
-        key = (depth * (n + 1) + rank)[node_order]
+        parent, edge, depth, node_lo, end_node = _build_nodes(flat, starts, lengths)
+        max_len = int(lengths.max()) if len(order) else 0
+        depth_start = np.searchsorted(depth, np.arange(max_len + 2), side="left")
+        node_end_count = np.bincount(end_node, minlength=len(parent))
+        subtree = _subtree_sizes(parent, depth_start, node_end_count)
 
-        def node_of(d: np.ndarray, r: np.ndarray) -> np.ndarray:
-            """Node of the prefix of length d >= 1 of the token of rank r: the last node of
-            that depth created by a rank <= r (tokens between share the prefix)."""
-            return np.searchsorted(key, d * (n + 1) + r, side="right")
-
-        n_nodes = len(node_order) + 1
-        max_len = int(lengths.max()) if n else 0
-        # The parent of a creation is the token's previous creation, except for its first one,
-        # whose parent (at depth lcp) was created by an earlier token.
-        parent_of = np.empty(len(node_order), np.int64)
-        parent_of[1:] = node_id[:-1]
-        heads = first[:-1][created > 0]
-        head_rank = rank[heads]
-        parent_of[heads] = np.where(lcp[head_rank] > 0, node_of(lcp[head_rank], head_rank), 0)
-        parent = np.full(n_nodes, -1, np.int64)
-        parent[node_id] = parent_of
-        edge = np.full(n_nodes, -1, np.int64)
-        edge[node_id] = flat[starts[rank] + depth - 1]
-        depths = np.zeros(n_nodes, np.int64)
-        depths[node_id] = depth
-        depth_start = np.searchsorted(depths, np.arange(max_len + 2), side="left")
-
-        # A token ends at its last creation; a duplicate (no creation) at its twin's node.
-        end_node = np.zeros(n, np.int64)
-        has_own = created > 0
-        end_node[has_own] = node_id[first[1:][has_own] - 1]
-        twins = np.flatnonzero(~has_own)
-        end_node[twins] = node_of(lengths[twins], twins)
-        node_end_count = np.bincount(end_node, minlength=n_nodes)
-        node_lo = np.zeros(n_nodes, np.int64)
-        node_lo[node_id] = rank
-        subtree = node_end_count.copy()
-        for d in range(max_len, 0, -1):  # bottom-up: add each level into its parents
-            lo, hi, up = depth_start[d], depth_start[d + 1], depth_start[d - 1]
-            sums = np.bincount(parent[lo:hi] - up, weights=subtree[lo:hi], minlength=lo - up)
-            subtree[up:lo] += sums.astype(np.int64)
-
-        size = vocab.size
         sorted_ids = np.asarray(order, np.int64)
-        token_node = np.full(size, -1, np.int64)
+        token_node = np.full(vocab.size, -1, np.int64)
         token_node[sorted_ids] = end_node
-        token_start = np.zeros(size, np.int64)
+        token_start = np.zeros(vocab.size, np.int64)
         token_start[sorted_ids] = starts
-        token_len = np.zeros(size, np.int64)
+        token_len = np.zeros(vocab.size, np.int64)
         token_len[sorted_ids] = lengths
 
-        self.n_nodes = n_nodes
+        self.n_nodes = len(parent)
         self.max_len = max_len
         self.parent = _frozen(parent, np.int32)
         self.byte = _frozen(edge, np.int32)
-        self.depth = _frozen(depths, np.int32)
+        self.depth = _frozen(depth, np.int32)
         self.depth_start = _frozen(depth_start, np.int32)
         self.token_node = _frozen(token_node, np.int32)
         self.sorted_tokens = _frozen(sorted_ids, np.int32)
@@ -164,6 +116,69 @@ class TokenTrie:
 
     def __repr__(self) -> str:
         return f"TokenTrie(nodes={self.n_nodes}, tokens={len(self.sorted_tokens)}, max_len={self.max_len})"
+
+
+def _build_nodes(
+    flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Nodes of the trie of the sorted strings packed in `flat`: per node its parent, edge byte,
+    depth and first token rank (node_lo); per token rank the node where it ends."""
+    n = len(starts)
+    lcp = _common_prefix_lengths(flat, starts, lengths)
+    # Creations in rank order: rank r creates depths lcp[r]+1 .. lengths[r].
+    created = lengths - lcp
+    first = np.zeros(n + 1, np.int64)
+    np.cumsum(created, out=first[1:])
+    rank = np.repeat(np.arange(n, dtype=np.int64), created)
+    depth = lcp[rank] + 1 + (np.arange(first[-1], dtype=np.int64) - first[rank])
+    # A stable sort by depth alone keeps ranks increasing within a depth (radix sort if narrow).
+    narrow = np.uint16 if n == 0 or lengths.max() < 1 << 16 else np.int64
+    node_order = np.argsort(depth.astype(narrow), kind="stable")
+    node_id = np.empty(len(node_order), np.int64)  # creation -> node (the root is node 0)
+    node_id[node_order] = np.arange(1, len(node_order) + 1)
+    key = (depth * (n + 1) + rank)[node_order]
+
+    def node_of(d: np.ndarray, r: np.ndarray) -> np.ndarray:
+        """Node of the prefix of length d >= 1 of the token of rank r: the last node of that
+        depth created by a rank <= r (the tokens in between share the prefix)."""
+        return np.searchsorted(key, d * (n + 1) + r, side="right")
+
+    # A creation's parent is the token's previous creation, except for the token's first one,
+    # whose parent (at depth lcp) an earlier token created.
+    parent_of = np.empty(len(node_order), np.int64)
+    parent_of[1:] = node_id[:-1]
+    heads = first[:-1][created > 0]
+    head_rank = rank[heads]
+    parent_of[heads] = np.where(lcp[head_rank] > 0, node_of(lcp[head_rank], head_rank), 0)
+
+    n_nodes = len(node_order) + 1
+    parent = np.full(n_nodes, -1, np.int64)
+    parent[node_id] = parent_of
+    edge = np.full(n_nodes, -1, np.int64)
+    edge[node_id] = flat[starts[rank] + depth - 1]
+    depths = np.zeros(n_nodes, np.int64)
+    depths[node_id] = depth
+    node_lo = np.zeros(n_nodes, np.int64)
+    node_lo[node_id] = rank
+
+    # A token ends at its last creation; a duplicate (it creates nothing) at its twin's node.
+    end_node = np.zeros(n, np.int64)
+    own = created > 0
+    end_node[own] = node_id[first[1:][own] - 1]
+    twins = np.flatnonzero(~own)
+    end_node[twins] = node_of(lengths[twins], twins)
+    return parent, edge, depths, node_lo, end_node
+
+
+def _subtree_sizes(parent: np.ndarray, depth_start: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Per node, the sum of `counts` over its subtree: levels added into their parents, deepest
+    first (each level's parents lie in the level above)."""
+    total = counts.astype(np.int64)
+    for d in range(len(depth_start) - 2, 0, -1):
+        lo, hi, up = depth_start[d], depth_start[d + 1], depth_start[d - 1]
+        sums = np.bincount(parent[lo:hi] - up, weights=total[lo:hi], minlength=lo - up)
+        total[up:lo] += sums.astype(np.int64)
+    return total
 
 
 def _common_prefix_lengths(flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
