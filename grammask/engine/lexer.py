@@ -37,39 +37,46 @@ class Lexer:
         self._next_bytes: dict[int, np.ndarray] = {}
 
     def _build_product(self, dfas: list[ByteDFA], limits: Limits) -> None:
-        # A product state is a tuple of (component index, component state) for the live components.
-        ids: dict[tuple[tuple[int, int], ...], int] = {(): 0}
-        start = tuple((i, 1) for i in range(len(dfas)))
-        ids[start] = 1
-        order = [(), start]
-        rows: list[np.ndarray] = [np.zeros(256, dtype=np.int32)]
-        index = 1
-        while index < len(order):  # `order` grows as new product states are found
-            state = order[index]
-            index += 1
-            if len(order) > limits.max_dfa_states:
+        # Bytes that every component treats alike form one class; the product works per class.
+        columns = np.concatenate([dfa.transitions for dfa in dfas]).T  # [256, sum of states]
+        _, byte_class = np.unique(columns, axis=0, return_inverse=True)
+        byte_class = byte_class.reshape(-1)
+        representatives = np.unique(byte_class, return_index=True)[1]
+        tables = [dfa.transitions[:, representatives] for dfa in dfas]  # [S_c, classes]
+        n_classes = len(representatives)
+        k = len(dfas)
+        # A product state is the row of its component states (0 = that component is dead).
+        rows = [np.zeros(k, dtype=np.int32), np.ones(k, dtype=np.int32)]
+        ids = {rows[0].tobytes(): 0, rows[1].tobytes(): 1}
+        targets: list[np.ndarray] = [np.zeros(n_classes, dtype=np.int32)]
+        frontier = np.array([1])
+        while frontier.size:
+            states = np.stack([rows[i] for i in frontier.tolist()])  # [f, k]
+            nxt = np.stack([tables[c][states[:, c]] for c in range(k)], axis=-1)  # [f, classes, k]
+            flat = np.ascontiguousarray(nxt.reshape(-1, k))
+            keys = flat.view(np.dtype((np.void, 4 * k))).reshape(-1)
+            unique_keys, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+            unique_ids = np.empty(len(unique_keys), dtype=np.int32)
+            new = []
+            for j, key in enumerate(unique_keys.tolist()):
+                found = ids.get(key)
+                if found is None:
+                    found = ids[key] = len(rows)
+                    rows.append(flat[first[j]])
+                    new.append(found)
+                unique_ids[j] = found
+            if len(rows) > limits.max_dfa_states:
                 raise GrammarError(
-                    f"lexer too large: more than {limits.max_dfa_states} states for {len(dfas)} "
+                    f"lexer too large: more than {limits.max_dfa_states} states for {k} "
                     "lexemes that may start at one place (Limits.max_dfa_states)"
                 )
-            comps = np.array([c for c, _ in state], dtype=np.int64)
-            nxt = np.stack([dfas[c].transitions[s] for c, s in state])  # [k, 256]
-            columns, inverse = np.unique(nxt.T, axis=0, return_inverse=True)
-            targets = np.empty(len(columns), dtype=np.int32)
-            for j, column in enumerate(columns):
-                live = column != 0
-                key = tuple(zip(comps[live].tolist(), column[live].tolist()))
-                if key not in ids:
-                    ids[key] = len(order)
-                    order.append(key)
-                targets[j] = ids[key]
-            rows.append(targets[inverse.reshape(-1)])
-        self.transitions = np.stack(rows).astype(np.int32)
-        accepts = [
-            tuple(self.terminals[c] for c, s in state if dfas[c].accepting[s]) for state in order
-        ]
-        self.accepts = accepts
-        self.accepting = np.array([bool(a) for a in accepts], dtype=bool)
+            targets.extend(unique_ids[inverse.reshape(len(frontier), n_classes)])
+            frontier = np.array(new, dtype=np.int64)
+        self.transitions = np.ascontiguousarray(np.stack(targets)[:, byte_class], dtype=np.int32)
+        product = np.stack(rows)
+        accepting_parts = np.stack([dfas[c].accepting[product[:, c]] for c in range(k)], axis=-1)
+        self.accepting = accepting_parts.any(axis=1)
+        self.accepts = [tuple(self.terminals[c] for c in np.flatnonzero(row)) for row in accepting_parts]
 
     @property
     def n_states(self) -> int:

@@ -70,6 +70,9 @@ class MaskComputer:
         self.words = (vocab.size + 31) // 32
         self._first_child, self._child_end, self._below_lo, self._below_hi = _trie_index(self.trie)
         self._has_below = self._below_hi > self._below_lo
+        self._end_lo = self.trie.node_lo.astype(np.int64)
+        self._end_hi = self._end_lo + self.trie.node_end_count
+        self._token_node = np.where(self.trie.token_node >= 0, self.trie.token_node, self.trie.n_nodes)
         self._parent = self.trie.parent.astype(np.int32)
         self._byte = self.trie.byte.astype(np.int32)
         self._eos = np.array(vocab.eos_ids, dtype=np.int64)
@@ -146,33 +149,71 @@ class MaskComputer:
         return found
 
     def _walk(self, lexer: Lexer, start: int) -> TokenWalk:
+        """Step every trie node's prefix through the lexer, one trie level at a time.
+
+        A level is computed sparsely (only the children of live nodes) when few nodes are live,
+        densely (one gather over the whole level) otherwise; the dead state maps to itself.
+        """
         trie = self.trie
-        # One gather per trie level: a node's state is its parent's state stepped by its byte.
-        # The dead state maps to itself, so dead subtrees need no pruning.
         table = lexer.transitions.ravel()
-        node_state = np.zeros(trie.n_nodes, dtype=np.int32)
-        node_state[0] = start
         bounds = trie.depth_start
+        node_state = np.zeros(trie.n_nodes + 1, dtype=np.int32)  # the extra node: "no node", always dead
+        node_state[0] = start
+        frontier = np.zeros(1, dtype=np.int64)
+        frontier_state = node_state[:1]
+        live_nodes: list[np.ndarray | None] = []
+        dense = False
         for depth in range(1, len(bounds) - 1):
-            lo, hi = int(bounds[depth]), int(bounds[depth + 1])
-            parents = node_state[self._parent[lo:hi]]
-            if not parents.any():
-                break
-            node_state[lo:hi] = table[parents * 256 + self._byte[lo:hi]]
-        token_node = trie.token_node
-        alive = np.zeros(self.size, dtype=bool)
-        has_node = token_node >= 0
-        alive[has_node] = node_state[token_node[has_node]] != 0
-        # Split candidates: tokens strictly below a node where a lexeme is complete.
-        nodes = np.flatnonzero(lexer.accepting[node_state] & self._has_below)
+            level_lo, level_hi = int(bounds[depth]), int(bounds[depth + 1])
+            if not dense:
+                lo, hi = self._first_child[frontier], self._child_end[frontier]
+                counts = hi - lo
+                total = int(counts.sum())
+                if total == 0:
+                    break
+                dense = 3 * total > level_hi - level_lo
+            if dense:
+                states = table[node_state[self._parent[level_lo:level_hi]] * 256 + self._byte[level_lo:level_hi]]
+                node_state[level_lo:level_hi] = states
+                live_count = int(np.count_nonzero(states))
+                if live_count == 0:
+                    break
+                # A level much sparser than the trie: go on with its live nodes only.
+                dense = 8 * live_count >= level_hi - level_lo
+                if dense and level_hi - level_lo > 4096:
+                    live_nodes.append(None)  # too large to list cheaply: read the whole trie at the end
+                    continue
+                frontier = np.flatnonzero(states) + level_lo
+                frontier_state = states[frontier - level_lo]
+            else:
+                children = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(total)
+                states = table[np.repeat(frontier_state, counts) * 256 + self._byte[children]]
+                live = states != 0
+                frontier, frontier_state = children[live], states[live]
+                node_state[frontier] = frontier_state
+            live_nodes.append(frontier)
+        if any(n is None for n in live_nodes):  # a large level was dense: read the whole trie
+            alive = node_state[self._token_node] != 0
+            nodes = np.flatnonzero(lexer.accepting[node_state[:-1]] & self._has_below)
+        else:
+            nodes = np.concatenate(live_nodes) if live_nodes else np.zeros(0, dtype=np.int64)
+            alive = np.zeros(self.size, dtype=bool)
+            alive[self._tokens_in(self._end_lo[nodes], self._end_hi[nodes])] = True
+            nodes = nodes[lexer.accepting[node_state[nodes]] & self._has_below[nodes]]
         nodes = nodes[nodes > 0]
+        node_states = node_state[nodes]
+        # Split candidates: tokens strictly below a node where a lexeme is complete.
         lo, hi = self._below_lo[nodes], self._below_hi[nodes]
+        tokens = self._tokens_in(lo, hi)
+        offsets = np.repeat(trie.depth[nodes], hi - lo).astype(np.int64)
+        states = np.repeat(node_states, hi - lo)
+        return TokenWalk(alive, tokens, offsets, states)
+
+    def _tokens_in(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """The tokens of `sorted_tokens[lo[i]:hi[i]]` for all i, concatenated."""
         counts = hi - lo
         positions = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
-        tokens = trie.sorted_tokens[positions].astype(np.int64)
-        offsets = np.repeat(trie.depth[nodes], counts).astype(np.int64)
-        states = np.repeat(node_state[nodes], counts)
-        return TokenWalk(alive, tokens, offsets, states)
+        return self.trie.sorted_tokens[positions].astype(np.int64)
 
     # -- across lexeme boundaries -----------------------------------------------------------------
 
