@@ -38,8 +38,14 @@ class Lexer:
 
     def _build_product(self, dfas: list[ByteDFA], limits: Limits) -> None:
         # Bytes that every component treats alike form one class; the product works per class.
-        columns = np.concatenate([dfa.transitions for dfa in dfas]).T  # [256, sum of states]
-        _, byte_class = np.unique(columns, axis=0, return_inverse=True)
+        # Columns are compared by a random 64-bit projection (a collision would merge two classes;
+        # at 2**-64 per pair it is not a practical concern) instead of sorting whole columns.
+        rng = np.random.default_rng(0)
+        signature = np.zeros(256, dtype=np.uint64)
+        for dfa in dfas:
+            weights = rng.integers(1, 2**63, size=dfa.n_states, dtype=np.uint64)
+            signature = signature * np.uint64(0x9E3779B97F4A7C15) + (weights[:, None] * dfa.transitions.astype(np.uint64)).sum(axis=0)
+        _, byte_class = np.unique(signature, return_inverse=True)
         byte_class = byte_class.reshape(-1)
         representatives = np.unique(byte_class, return_index=True)[1]
         tables = [dfa.transitions[:, representatives] for dfa in dfas]  # [S_c, classes]

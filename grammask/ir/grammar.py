@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from grammask.ir.hashing import cached_hash
+
 from grammask.errors import GrammarError
 from grammask.ir import regex as rx
 
@@ -44,10 +46,13 @@ __all__ = [
 
 
 @dataclass(frozen=True, slots=True)
+@cached_hash
 class Lex:
     """Any string of the regular language `regex`."""
 
     regex: rx.RegexNode
+    _hash: int = field(init=False, repr=False, compare=False)
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,22 +73,31 @@ class Ref:
 
 
 @dataclass(frozen=True, slots=True)
+@cached_hash
 class Seq:
     items: tuple[Expr, ...]
+    _hash: int = field(init=False, repr=False, compare=False)
+
 
 
 @dataclass(frozen=True, slots=True)
+@cached_hash
 class Alt:
     items: tuple[Expr, ...]
+    _hash: int = field(init=False, repr=False, compare=False)
+
 
 
 @dataclass(frozen=True, slots=True)
+@cached_hash
 class Rep:
     """`item` between `min` and `max` times (`max` None: unbounded)."""
 
     item: Expr
     min: int
     max: int | None
+    _hash: int = field(init=False, repr=False, compare=False)
+
 
 
 Expr = Lex | Token | Ref | Seq | Alt | Rep

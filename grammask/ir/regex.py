@@ -9,7 +9,9 @@ use them rather than the classes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from grammask.ir.hashing import cached_hash
 
 __all__ = [
     "MAX_CODEPOINT",
@@ -37,6 +39,7 @@ MAX_CODEPOINT = 0x10FFFF
 
 
 @dataclass(frozen=True, slots=True)
+@cached_hash
 class CharClass:
     """One character from a set of code points, as sorted, disjoint, non-adjacent inclusive ranges.
 
@@ -45,29 +48,40 @@ class CharClass:
     """
 
     ranges: tuple[tuple[int, int], ...]
+    _hash: int = field(init=False, repr=False, compare=False)
+
 
 
 @dataclass(frozen=True, slots=True)
+@cached_hash
 class Concat:
     """The items one after another (at least two items)."""
 
     items: tuple[RegexNode, ...]
+    _hash: int = field(init=False, repr=False, compare=False)
+
 
 
 @dataclass(frozen=True, slots=True)
+@cached_hash
 class Alt:
     """Any one of the items (at least two items)."""
 
     items: tuple[RegexNode, ...]
+    _hash: int = field(init=False, repr=False, compare=False)
+
 
 
 @dataclass(frozen=True, slots=True)
+@cached_hash
 class Repeat:
     """`item` repeated between `min` and `max` times; `max` None means unbounded."""
 
     item: RegexNode
     min: int
     max: int | None
+    _hash: int = field(init=False, repr=False, compare=False)
+
 
 
 RegexNode = CharClass | Concat | Alt | Repeat
