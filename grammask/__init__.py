@@ -16,6 +16,19 @@ from grammask.matcher import BatchMatcher, Matcher
 from grammask.processors import ForbidCharacters, GrammarConstraint, Pipeline, apply_token_bitmask
 from grammask.vocab import Vocabulary
 
+# The generation loop needs torch and transformers (the `model` extra): import it on first use, so
+# that `import grammask` stays numpy-only.
+_LAZY = {"generate": "grammask.generation", "load_model": "grammask.generation"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'grammask' has no attribute {name!r}")
+
+
 __all__ = [
     "BatchMatcher",
     "CompiledGrammar",
@@ -34,5 +47,7 @@ __all__ = [
     "allocate_bitmask",
     "apply_token_bitmask",
     "compile",
+    "generate",
+    "load_model",
     "unpack_bitmask",
 ]

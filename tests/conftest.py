@@ -42,3 +42,11 @@ def vocab_gemma4() -> Vocabulary:
 @pytest.fixture(scope="session")
 def vocab_gpt2() -> Vocabulary:
     return _load("gpt-2")
+
+
+@pytest.fixture(scope="session")
+def smollm2():
+    """`(model, tokenizer)` of the embedded SmolLM2-135M-Instruct (converted once, then cached)."""
+    from grammask.generation import load_model
+
+    return load_model()

@@ -1,0 +1,345 @@
+"""`generate`: constrained decoding with a transformers causal LM, a KV cache and per-row formats.
+
+Each step feeds every row's pending tokens in one forward pass (rows of a batch may feed different
+numbers: shorter rows are padded, the padding masked out of attention for good), then runs each
+row's processor pipeline (its grammar constraint first) on the logits after its last real token and
+picks one token. After the pick:
+
+- jump-forward: text the grammar now forces is tokenized canonically (`jump_forward`) and appended
+  too, so the next forward pass covers the sampled token and the whole forced run;
+- a row whose text can only end is finished without another pass;
+- safe end: if the tokens left would no longer be enough to close the format, the pick is undone
+  and the shortest completion (`safe_end`) is appended instead, so the output still parses.
+
+`passes_saved` counts the forward passes that token-by-token decoding of the same output needs
+(one per token, plus one for a final end-of-sequence token) minus those actually made.
+"""
+
+from __future__ import annotations
+
+import codecs
+import inspect
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from grammask.compiler import CompiledGrammar
+from grammask.errors import GenerationError
+from grammask.generation.formats import Format, compile_formats, logits_width, tokenizer_vocabulary
+from grammask.generation.jump_forward import CanonicalTokenizer, nothing_but_end_follows
+from grammask.generation.safe_end import shortest_completion
+from grammask.matcher import Matcher
+from grammask.processors import GenerationContext, GrammarConstraint, LogitsProcessor, Pipeline, Temperature, TopP
+from grammask.vocab import Vocabulary
+
+__all__ = ["GenerationResult", "TextStream", "generate"]
+
+Prompt = str | Sequence[dict[str, str]]
+
+
+@dataclass
+class GenerationResult:
+    """One row's output.
+
+    `finish_reason` is "eos" (the model or the grammar ended the text), "stop" (a stop string was
+    generated; `text` ends before it) or "length" (the token budget ran out; with a format and safe
+    end the text still parses).
+    """
+
+    text: str
+    token_ids: list[int]
+    finish_reason: str
+    forward_passes: int
+    passes_saved: int
+
+
+class TextStream:
+    """An iterator over the text pieces of one streamed generation; `result` is set at its end."""
+
+    def __init__(self, pieces: Iterator[str], rows: list[_Row]) -> None:
+        self._pieces = pieces
+        self._rows = rows
+        self.result: GenerationResult | None = None
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._pieces
+        self.result = self._rows[0].result()
+
+
+@dataclass
+class _Row:
+    """The decoding state of one prompt."""
+
+    prompt: list[int]
+    pipeline: Pipeline
+    state: Any
+    matcher: Matcher | None
+    sequence: np.ndarray  # [1, capacity] prompt then generated ids, for the processors
+    pending: list[int]  # tokens not yet fed to the model
+    tokens: list[int] = field(default_factory=list)
+    text: str = ""
+    emitted: int = 0  # characters already streamed
+    finish: str | None = None
+    passes: int = 0
+    decoder: Any = field(default_factory=lambda: codecs.getincrementaldecoder("utf-8")("replace"))
+
+    def end(self, reason: str) -> None:
+        """Finish with `reason` (the first reason given stands); flush a cut UTF-8 character."""
+        if self.finish is None:
+            self.finish = reason
+            if reason != "stop":
+                self.text += self.decoder.decode(b"", final=True)
+
+    def result(self) -> GenerationResult:
+        sequential = len(self.tokens) + (self.finish == "eos")
+        return GenerationResult(self.text, list(self.tokens), self.finish or "length", self.passes,
+                                sequential - self.passes)
+
+
+def generate(
+    model: Any,
+    tokenizer: Any,
+    prompts: Prompt | Sequence[Prompt],
+    formats: Format | Sequence[Format] = None,
+    *,
+    max_tokens: int = 256,
+    temperature: float = 0.0,
+    top_p: float = 1.0,
+    seed: int | None = None,
+    stop: str | Sequence[str] = (),
+    stream: bool = False,
+    jump_forward: bool = True,
+    safe_end: bool = True,
+    processors: Sequence[LogitsProcessor] = (),
+) -> GenerationResult | list[GenerationResult] | TextStream:
+    """Generate from `prompts` with each row's output constrained by its format.
+
+    `prompts` is one prompt or a list: a prompt is text (used as-is) or a chat, a list of
+    `{"role", "content"}` messages put through the tokenizer's chat template. `formats` is one
+    format for every row or one per row (`Grammar`, `CompiledGrammar`, or None for free text).
+    `temperature` 0 is greedy; otherwise tokens are drawn after temperature and top-p, reproducibly
+    for a given `seed`. `stop` strings end a row (the text is cut before them). `processors` run
+    after the grammar constraint and before temperature (see `grammask.processors.Pipeline`).
+
+    Returns a `GenerationResult` for one prompt, a list for a list, or with `stream=True` (one
+    prompt only) a `TextStream` of text pieces.
+    """
+    import torch
+
+    single = isinstance(prompts, str) or (bool(prompts) and isinstance(prompts[0], dict))
+    batch = [prompts] if single else list(prompts)
+    if not batch:
+        raise ValueError("no prompts given")
+    if stream and len(batch) != 1:
+        raise ValueError("stream=True takes a single prompt")
+    if max_tokens < 1:
+        raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+    stops = [stop] if isinstance(stop, str) else list(stop)
+    width = logits_width(model)
+    vocab = tokenizer_vocabulary(tokenizer, width)
+    compiled = compile_formats(formats, len(batch), tokenizer, width)
+    sampling = [*processors, *([Temperature(temperature)] if temperature > 0 else []),
+                *([TopP(top_p)] if top_p < 1 else [])]
+    rows = [_start_row(tokenizer, p, c, sampling, max_tokens) for p, c in zip(batch, compiled)]
+    decoding = _Decoding(model, tokenizer, vocab, rows, max_tokens=max_tokens, temperature=temperature,
+                         seed=seed, stops=stops, jump_forward=jump_forward, safe_end=safe_end, torch=torch)
+    if stream:
+        return TextStream(decoding.run(), rows)
+    for _ in decoding.run():
+        pass
+    results = [row.result() for row in rows]
+    return results[0] if single else results
+
+
+def _start_row(tokenizer: Any, prompt: Prompt, compiled: CompiledGrammar | None,
+               sampling: list[LogitsProcessor], max_tokens: int) -> _Row:
+    if isinstance(prompt, str):
+        ids = tokenizer.encode(prompt, add_special_tokens=False)
+    else:
+        ids = tokenizer.apply_chat_template(list(prompt), tokenize=True, add_generation_prompt=True)
+        ids = ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids
+    ids = [int(i) for i in ids]
+    if not ids:
+        raise ValueError("a prompt must have at least one token")
+    pipeline = Pipeline(([GrammarConstraint(compiled)] if compiled is not None else []) + sampling)
+    sequence = np.zeros((1, len(ids) + max_tokens + 1), dtype=np.int64)
+    sequence[0, : len(ids)] = ids
+    return _Row(ids, pipeline, pipeline.init(1), None if compiled is None else compiled.matcher(),
+                sequence, pending=list(ids))
+
+
+class _Decoding:
+    """The step loop over a batch of rows; `run()` yields each newly final piece of row 0's text."""
+
+    def __init__(self, model: Any, tokenizer: Any, vocab: Vocabulary, rows: list[_Row], *, max_tokens: int,
+                 temperature: float, seed: int | None, stops: list[str], jump_forward: bool, safe_end: bool,
+                 torch: Any) -> None:
+        self.model = model
+        self.vocab = vocab
+        self.rows = rows
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.stops = stops
+        self.hold = max((len(s) for s in stops), default=1) - 1  # characters a stop string may still claim
+        self.jump_forward = jump_forward
+        self.safe_end = safe_end
+        self.canonical = CanonicalTokenizer(tokenizer, vocab)
+        self.eos = frozenset(vocab.eos_ids)
+        self.torch = torch
+        self.generator = None if seed is None else torch.Generator().manual_seed(seed)
+        self.pad = vocab.eos_ids[0] if vocab.eos_ids else 0
+        self.cache: Any = None
+        self.attention = torch.zeros((len(rows), 0), dtype=torch.long)
+        self.positions = [0] * len(rows)
+        self.keep_logits = "logits_to_keep" in inspect.signature(model.forward).parameters
+
+    def run(self) -> Iterator[str]:
+        with self.torch.inference_mode():
+            for row in self.rows:
+                if row.matcher is not None:
+                    self._check_budget(row)
+                    self._extend(row, [])  # text forced at the very start goes in with the prompt
+                yield from self._emit(self.rows[0])
+            while any(row.finish is None for row in self.rows):
+                logits = self._forward()
+                for b, row in enumerate(self.rows):
+                    if row.finish is None:
+                        self._extend(row, [self._pick(row, logits[b : b + 1])])
+                yield from self._emit(self.rows[0])
+
+    # -- model --------------------------------------------------------------------------------------
+
+    def _forward(self) -> Any:
+        """One pass over every row's pending tokens; the logits after each row's last one `[batch, V]`."""
+        torch = self.torch
+        counts = [len(row.pending) if row.finish is None else 0 for row in self.rows]
+        n = max(counts)
+        ids = torch.full((len(self.rows), n), self.pad, dtype=torch.long)
+        fresh = torch.zeros((len(self.rows), n), dtype=torch.long)
+        positions = torch.zeros((len(self.rows), n), dtype=torch.long)
+        for b, (row, k) in enumerate(zip(self.rows, counts)):
+            if k:
+                ids[b, :k] = torch.tensor(row.pending)
+                fresh[b, :k] = 1
+                row.passes += 1
+                row.pending = []
+            positions[b] = self.positions[b] + torch.arange(n).clamp(max=max(k - 1, 0))
+            self.positions[b] += k
+        self.attention = torch.cat([self.attention, fresh], dim=1)
+        # Logits only for the last positions that hold some row's last real token.
+        keep = n - min(k for k in counts if k) + 1 if self.keep_logits else n
+        extra = {"logits_to_keep": keep} if self.keep_logits else {}
+        out = self.model(input_ids=ids, attention_mask=self.attention, position_ids=positions,
+                         past_key_values=self.cache, use_cache=True, **extra)
+        self.cache = out.past_key_values
+        last = torch.tensor([max(k, 1) - 1 - (n - keep) for k in counts]).clamp(min=0)
+        return out.logits[torch.arange(len(self.rows)), last].float()
+
+    def _pick(self, row: _Row, logits: Any) -> int:
+        length = len(row.prompt) + len(row.tokens)
+        ctx = GenerationContext(row.sequence[:, :length], len(row.prompt), length)
+        if self.temperature > 0:
+            token, row.state = row.pipeline.sample(logits, row.state, ctx, self.generator)
+        else:
+            token, row.state = row.pipeline.greedy(logits, row.state, ctx)
+        return int(token[0])
+
+    # -- after a pick -------------------------------------------------------------------------------
+
+    def _extend(self, row: _Row, picked: list[int]) -> None:
+        """Take the picked token (if any), the forced text after it, and decide whether the row ends."""
+        matcher = row.matcher
+        if matcher is None:
+            if picked and picked[0] in self.eos:
+                row.end("eos")
+            else:
+                self._append(row, picked)
+            return
+        trial = matcher.copy()
+        for token in picked:
+            if not trial.advance(token):
+                raise GenerationError(f"token {token} was picked but the grammar does not allow it")
+        if trial.is_finished():  # an end-of-sequence token (a grammar may also use it as a token)
+            row.end("eos")
+            return
+        new = list(picked)
+        left = self.max_tokens - len(row.tokens) - len(new)
+        if self.jump_forward and left > 0:
+            new += self._forced(trial, row.tokens + new, left)
+            left = self.max_tokens - len(row.tokens) - len(new)
+        # Invariant of the safe end: the shortest completion from `row.matcher` fits in the tokens
+        # left. A pick that would break it is undone and that completion appended instead.
+        if self.safe_end and picked and not self._fits(trial, left):
+            self._append(row, self._completion(matcher) or [], "length")
+            return
+        row.matcher = trial
+        self._append(row, new, "eos" if nothing_but_end_follows(trial) else None)
+
+    def _forced(self, matcher: Matcher, generated: list[int], left: int) -> list[int]:
+        """Canonical tokens for the text `matcher` forces (at most `left`); advances `matcher`."""
+        forced = matcher.forced_bytes()
+        if not forced:
+            return []
+        end = matcher.copy()
+        final = end.advance_bytes(forced) and nothing_but_end_follows(end)
+        taken = []
+        for token in self.canonical.forced_tokens(generated, forced, final=final)[:left]:
+            if not matcher.advance(token):
+                break
+            taken.append(token)
+        return taken
+
+    def _completion(self, matcher: Matcher) -> list[int] | None:
+        """The tokens of the shortest completion from `matcher` (None if none was found)."""
+        text = shortest_completion(matcher)
+        if text is None:
+            return None
+        tokens = self.canonical.encode(text.decode("utf-8")) if text else []
+        check = matcher.copy()
+        if not all(check.advance(t) for t in tokens) or not check.can_finish():
+            return None
+        return tokens
+
+    def _fits(self, matcher: Matcher, left: int) -> bool:
+        """Whether the shortest completion from `matcher` takes at most `left` tokens (True when
+        none is known: the safe end cannot help then)."""
+        text = shortest_completion(matcher)
+        if text is None or len(text) <= left:  # a text token holds at least one byte
+            return True
+        tokens = self._completion(matcher)
+        return tokens is None or len(tokens) <= left
+
+    def _check_budget(self, row: _Row) -> None:
+        if self.safe_end and not self._fits(row.matcher, self.max_tokens):
+            needed = len(self._completion(row.matcher) or ())
+            raise GenerationError(f"the format needs at least {needed} tokens but max_tokens is {self.max_tokens}")
+
+    def _append(self, row: _Row, tokens: list[int], reason: str | None = None) -> None:
+        """Add generated tokens to `row` (ids, text), then end it for a stop string, for `reason`
+        if given, or when the budget is spent."""
+        start = len(row.prompt) + len(row.tokens)
+        row.sequence[0, start : start + len(tokens)] = tokens
+        row.tokens += tokens
+        row.pending += tokens
+        before = len(row.text)
+        token_bytes, special = self.vocab.token_bytes, self.vocab.is_special
+        row.text += row.decoder.decode(b"".join(token_bytes[t] for t in tokens if not special[t]))
+        if self.stops:
+            start = max(0, before - self.hold)
+            hits = [i for i in (row.text.find(s, start) for s in self.stops) if i >= 0]
+            if hits:
+                row.text = row.text[: min(hits)]
+                row.end("stop")
+        if reason is not None:
+            row.end(reason)
+        if len(row.tokens) >= self.max_tokens:
+            row.end("length")
+
+    def _emit(self, row: _Row) -> Iterator[str]:
+        """The part of `row`'s text no stop string can still claim, not streamed before."""
+        end = len(row.text) if row.finish is not None else max(row.emitted, len(row.text) - self.hold)
+        if end > row.emitted:
+            yield row.text[row.emitted : end]
+            row.emitted = end

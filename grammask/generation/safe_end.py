@@ -1,0 +1,77 @@
+"""Safe end: the shortest text that completes a format, so a token budget never cuts output short.
+
+`shortest_completion(matcher)` is a breadth-first search over bytes from the matcher's parser
+state. It is exact (the fewest bytes that make the text a complete sentence) and cheap because:
+
+- parser states are hash-consed, so a state reached twice is expanded once;
+- bytes are grouped by what they do: two bytes that move every live lexer to the same states lead
+  to the same parser state, so one representative per group is stepped (inside a JSON string the
+  ~200 allowed bytes fall into a handful of groups);
+- results are memoised per parser state (weakly, so they go when the compiled grammar goes).
+
+The search follows text only: a completion that needs a special token (a grammar `Token` item)
+is not found, and the search gives up after `max_states` states; both return None.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from grammask.matcher import Matcher
+
+__all__ = ["shortest_completion"]
+
+_memo: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def shortest_completion(matcher: Matcher, *, max_states: int = 20_000) -> bytes | None:
+    """The fewest bytes after which `matcher`'s text is complete (b"" if it already is), or None
+    when no completion is found within `max_states` parser states or it needs a special token."""
+    if matcher.is_finished() or matcher.can_finish():
+        return b""
+    parser = matcher.compiled.parser
+    start = matcher._config  # the hash-consed parser state (see grammask.engine.parser)
+    if start in _memo:
+        return _memo[start]
+    parents = {start: None}
+    frontier = [start]
+    found = None
+    while frontier and found is None and len(parents) < max_states:
+        following = []
+        for config in frontier:
+            for byte in _representative_bytes(config):
+                after = parser.step_bytes(config, bytes((byte,)))
+                if after is None or after in parents:
+                    continue
+                parents[after] = (config, byte)
+                if after.accepting:
+                    found = after
+                    break
+                following.append(after)
+            if found is not None:
+                break
+        frontier = following
+    result = None if found is None else _spell(found, parents)
+    _memo[start] = result
+    return result
+
+
+def _representative_bytes(config) -> list[int]:
+    """One byte for each group of bytes that moves every live lexer of `config` the same way."""
+    rows = [earley_set.lexer.transitions[state] for earley_set, state in config.scans if earley_set.lexer is not None]
+    if not rows:
+        return []
+    moves = np.stack(rows)  # [scans, 256]: the lexer state after each byte
+    alive = moves.any(axis=0)
+    _, first = np.unique(moves[:, alive].T, axis=0, return_index=True)
+    return np.flatnonzero(alive)[np.sort(first)].tolist()
+
+
+def _spell(config, parents: dict) -> bytes:
+    out = bytearray()
+    while parents[config] is not None:
+        config, byte = parents[config]
+        out.append(byte)
+    return bytes(reversed(out))
