@@ -16,6 +16,7 @@ import numpy as np
 
 from grammask.bitmask import unpack_bitmask
 from grammask.compiler import CompiledGrammar
+from grammask.engine.completion import shortest_completion
 from grammask.engine.parser import Config
 
 __all__ = ["BatchMatcher", "Matcher"]
@@ -143,6 +144,12 @@ class Matcher:
             except UnicodeDecodeError:
                 continue
         return ""
+
+    def shortest_completion(self) -> bytes | None:
+        """The fewest bytes that make the text complete (b"" if it is or has finished), or None if
+        none is found within the search bound or the completion needs a special token."""
+        config = self._config
+        return b"" if config is _FINISHED else shortest_completion(self._parser, config)
 
     def forced_tokens(self) -> list[int]:
         """Tokens that spell the forced text, longest match first, without its last token.

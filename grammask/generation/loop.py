@@ -9,7 +9,7 @@ picks one token. After the pick:
   too, so the next forward pass covers the sampled token and the whole forced run;
 - a row whose text can only end is finished without another pass;
 - safe end: if the tokens left would no longer be enough to close the format, the pick is undone
-  and the shortest completion (`safe_end`) is appended instead, so the output still parses.
+  and the shortest completion (`Matcher.shortest_completion`) is appended instead, so the output still parses.
 
 `passes_saved` counts the forward passes that token-by-token decoding of the same output needs
 (one per token, plus one for a final end-of-sequence token) minus those actually made.
@@ -29,7 +29,6 @@ from grammask.compiler import CompiledGrammar
 from grammask.errors import GenerationError
 from grammask.generation.formats import Format, compile_formats, logits_width, tokenizer_vocabulary
 from grammask.generation.jump_forward import CanonicalTokenizer, nothing_but_end_follows
-from grammask.generation.safe_end import shortest_completion
 from grammask.matcher import Matcher
 from grammask.processors import GenerationContext, GrammarConstraint, LogitsProcessor, Pipeline, Temperature, TopP
 from grammask.vocab import Vocabulary
@@ -293,7 +292,7 @@ class _Decoding:
 
     def _completion(self, matcher: Matcher) -> list[int] | None:
         """The tokens of the shortest completion from `matcher` (None if none was found)."""
-        text = shortest_completion(matcher)
+        text = matcher.shortest_completion()
         if text is None:
             return None
         tokens = self.canonical.encode(text.decode("utf-8")) if text else []
@@ -305,7 +304,7 @@ class _Decoding:
     def _fits(self, matcher: Matcher, left: int) -> bool:
         """Whether the shortest completion from `matcher` takes at most `left` tokens (True when
         none is known: the safe end cannot help then)."""
-        text = shortest_completion(matcher)
+        text = matcher.shortest_completion()
         if text is None or len(text) <= left:  # a text token holds at least one byte
             return True
         tokens = self._completion(matcher)

@@ -1,7 +1,7 @@
-"""Safe end: the shortest text that completes a format, so a token budget never cuts output short.
+"""The shortest text that completes a sentence from a parser state (for "safe end": a token
+budget never cuts output short).
 
-`shortest_completion(matcher)` is a breadth-first search over bytes from the matcher's parser
-state. It is exact (the fewest bytes that make the text a complete sentence) and cheap because:
+`shortest_completion(parser, config)` is a breadth-first search over bytes from a parser state. It is exact (the fewest bytes that make the text a complete sentence) and cheap because:
 
 - parser states are hash-consed, so a state reached twice is expanded once;
 - bytes are grouped by what they do: two bytes that move every live lexer to the same states lead
@@ -19,20 +19,18 @@ import weakref
 
 import numpy as np
 
-from grammask.matcher import Matcher
+from grammask.engine.parser import Config, Parser
 
 __all__ = ["shortest_completion"]
 
 _memo: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def shortest_completion(matcher: Matcher, *, max_states: int = 20_000) -> bytes | None:
-    """The fewest bytes after which `matcher`'s text is complete (b"" if it already is), or None
-    when no completion is found within `max_states` parser states or it needs a special token."""
-    if matcher.is_finished() or matcher.can_finish():
+def shortest_completion(parser: Parser, start: Config, *, max_states: int = 20_000) -> bytes | None:
+    """The fewest bytes after which the text is complete (b"" if it already is), or None when no
+    completion is found within `max_states` parser states or it needs a special token."""
+    if start.accepting:
         return b""
-    parser = matcher.compiled.parser
-    start = matcher._config  # the hash-consed parser state (see grammask.engine.parser)
     if start in _memo:
         return _memo[start]
     parents = {start: None}

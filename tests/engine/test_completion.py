@@ -1,4 +1,4 @@
-"""`shortest_completion`: the fewest bytes that complete a format, checked against brute force."""
+"""`Matcher.shortest_completion`: the fewest bytes that complete a format, checked against brute force."""
 
 import itertools
 
@@ -6,7 +6,6 @@ import pytest
 
 from grammask.compiler import compile
 from grammask.engine.recognize import accepts
-from grammask.generation.safe_end import shortest_completion
 from grammask.ir.grammar import Grammar
 
 CASES = [
@@ -30,7 +29,7 @@ def test_completion_is_valid_and_shortest(vocab_gpt2, grammar, prefixes):
     for prefix in prefixes:
         matcher = compiled.matcher()
         assert matcher.advance_bytes(prefix) or not prefix
-        completion = shortest_completion(matcher)
+        completion = matcher.shortest_completion()
         assert completion is not None and accepts(grammar, prefix + completion)
         assert len(completion) == _brute_force(grammar, prefix, b"abcdxy()", len(completion))
 
@@ -41,11 +40,11 @@ def test_json_schema_completion(vocab_gpt2):
     grammar = Grammar.from_json_schema(schema, whitespace="compact")
     matcher = compile(grammar, vocab_gpt2).matcher()
     assert matcher.advance_bytes(b'{"name":"A')
-    completion = shortest_completion(matcher)
+    completion = matcher.shortest_completion()
     assert len(completion) == len(b'x","age":0}') and accepts(grammar, b'{"name":"A' + completion)
 
 
 def test_complete_text_needs_nothing(vocab_gpt2):
     matcher = compile(Grammar.from_regex("ab?"), vocab_gpt2).matcher()
     matcher.advance_bytes(b"a")
-    assert shortest_completion(matcher) == b""
+    assert matcher.shortest_completion() == b""
