@@ -6,12 +6,16 @@ See docs/json_schema.md for the supported keywords, the layout rules and every l
 from __future__ import annotations
 
 import json
+import sys
 
 from grammask.errors import GrammarError
 from grammask.frontends.json_schema.builder import Builder
 from grammask.frontends.json_schema.resolve import Document
 from grammask.frontends.json_schema.whitespace import DEFAULT_MAX_RUN, Whitespace
 from grammask.ir.grammar import FAIL, Grammar
+
+#: Python recursion limit while a schema is compiled (nesting and long property lists recurse).
+RECURSION_LIMIT = 6000
 
 __all__ = ["DEFAULT_MAX_RUN", "Whitespace", "grammar_from_json_schema", "grammar_from_pydantic"]
 
@@ -31,10 +35,14 @@ def grammar_from_json_schema(schema: dict | str | bool, *, whitespace: object = 
             raise GrammarError(f"the schema is not valid JSON: {exc.msg}", position=exc.pos, source=schema) from None
     ws = Whitespace.of(whitespace)
     builder = Builder(Document(schema), ws, lenient)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, RECURSION_LIMIT))
     try:
         body = builder.value(builder.doc.root, "", 0)
     except RecursionError:
         raise GrammarError("the schema nests too deeply to compile", pointer="") from None
+    finally:
+        sys.setrecursionlimit(limit)
     if body == FAIL:
         raise GrammarError("the schema is unsatisfiable: no JSON value is valid under it", pointer="")
     rules = {"root": body, **builder.rules}

@@ -13,7 +13,8 @@ import json
 from grammask.errors import GrammarError
 from grammask.frontends.json_schema import strings
 from grammask.frontends.json_schema.formats import format_regex
-from grammask.frontends.json_schema.normalise import FALSE, canonical, merge, normalise, property_schema, types_of
+from grammask.frontends.json_schema.normalise import (ALL_TYPES, FALSE, canonical, json_type, merge, normalise,
+                                                      number_value, property_schema, types_of)
 from grammask.frontends.json_schema.numbers import Bounds, number_regex
 from grammask.frontends.json_schema.resolve import Document, escape_pointer
 from grammask.frontends.json_schema.validate import conforms
@@ -31,8 +32,50 @@ LEXEME_REPEAT_MAX = 64
 #: Most alternatives that distributing nested anyOf/oneOf over each other may create.
 MAX_BRANCH_PRODUCT = 1024
 #: Keywords that constrain but are never enforced; each is an error (or, leniently, a warning).
-_UNSUPPORTED = ("uniqueItems", "dependencies", "dependentRequired", "dependentSchemas", "unevaluatedProperties",
-                "unevaluatedItems", "if", "minContains", "maxContains", "$dynamicRef", "$recursiveRef")
+_UNSUPPORTED = ("unevaluatedProperties", "unevaluatedItems", "minContains", "maxContains", "$dynamicRef",
+                "$recursiveRef")
+#: Most negations one schema may expand (a guard against recursive `not` of `$ref`).
+MAX_NEGATIONS = 4096
+#: Most item values a `uniqueItems` array over a finite set of values may draw from.
+UNIQUE_ITEMS_MAX_VALUES = 8
+#: keyword → (the type it constrains, the keyword of its complement, offset of the complement's value).
+_COMPLEMENT_BOUND = {
+    "minimum": ("number", "exclusiveMaximum", 0), "exclusiveMinimum": ("number", "maximum", 0),
+    "maximum": ("number", "exclusiveMinimum", 0), "exclusiveMaximum": ("number", "minimum", 0),
+    "minLength": ("string", "maxLength", -1), "maxLength": ("string", "minLength", 1),
+    "minItems": ("array", "maxItems", -1), "maxItems": ("array", "minItems", 1),
+    "minProperties": ("object", "maxProperties", -1), "maxProperties": ("object", "minProperties", 1),
+}
+
+
+def _single_word(node: rx.RegexNode) -> str | None:
+    """The one string `node` matches, if it is a plain literal."""
+    items = node.items if isinstance(node, rx.Concat) else (node,)
+    if all(isinstance(i, rx.CharClass) and len(i.ranges) == 1 and i.ranges[0][0] == i.ranges[0][1] for i in items):
+        return "".join(chr(i.ranges[0][0]) for i in items)
+    return None
+
+
+def _is_true(schema: object) -> bool:
+    return schema is True or schema == {}
+
+
+def _bounds(s: dict) -> Bounds:
+    return Bounds(
+        lo=max((s[k] for k in ("minimum", "exclusiveMinimum") if k in s), default=None),
+        hi=min((s[k] for k in ("maximum", "exclusiveMaximum") if k in s), default=None),
+        lo_strict="exclusiveMinimum" in s and ("minimum" not in s or s["exclusiveMinimum"] >= s["minimum"]),
+        hi_strict="exclusiveMaximum" in s and ("maximum" not in s or s["exclusiveMaximum"] <= s["maximum"]),
+    )
+
+
+def _ranges_disjoint(a: dict, b: dict) -> bool:
+    x, y = _bounds(a), _bounds(b)
+    for lo, hi in ((x, y), (y, x)):
+        if lo.hi is not None and hi.lo is not None and (lo.hi < hi.lo or (lo.hi == hi.lo and (lo.hi_strict or
+                                                                                              hi.lo_strict))):
+            return True
+    return False
 _ANY_CHAR_JSON = strings.encode(rx.ANY_CHAR)
 
 
@@ -45,6 +88,7 @@ class Builder:
         self.warnings: list[str] = []
         self._named: dict[object, str] = {}
         self._branches = 0
+        self._negations = 0
         self._objects = itertools.count()
 
     # -- helpers -----------------------------------------------------------------------------
@@ -106,25 +150,25 @@ class Builder:
             s = {}
         if s.get("_false"):
             return g.FAIL
-        if s.get("_branches"):
-            return self._branch(s, ptr, depth)
         if s.get("_not"):
-            s = self._negate(s, ptr)
+            s = self._fold_not(s)
             if s.get("_false"):
                 return g.FAIL
+        if s.get("_branches"):
+            return self._branch(s, ptr, depth)
         for key in _UNSUPPORTED:
-            if key in s and not (key == "uniqueItems" and (s[key] is False or s.get("maxItems", 2) <= 1)):
-                if key != "if" or "then" in s or "else" in s:
-                    self.unsupported(f"{key} cannot be enforced exactly", f"{ptr}/{key}")
+            if key in s:
+                self.unsupported(f"{key} cannot be enforced exactly", f"{ptr}/{key}")
+        excluded = s.get("_exclude", [])
         if "enum" in s:
-            return g.alt(*(g.lex(self.literal(v, depth)) for v in s["enum"]
-                           if conforms(v, s, ptr, self._resolver)))
+            return self._enum(s, ptr, depth)
         types = types_of(s)
         parts = []
-        if "null" in types:
+        if "null" in types and None not in excluded:
             parts.append(g.literal("null"))
         if "boolean" in types:
-            parts.append(g.lex(rx.alt(rx.literal("true"), rx.literal("false"))))
+            words = [w for w, v in (("true", True), ("false", False)) if not any(x is v for x in excluded)]
+            parts.append(g.lex(rx.alt(*map(rx.literal, words))) if words else g.FAIL)
         if "number" in types or "integer" in types:
             parts.append(self.number(s, ptr, integer="number" not in types))
         if "string" in types:
@@ -133,78 +177,153 @@ class Builder:
             parts.append(self.array(s, ptr, depth))
         if "object" in types:
             parts.append(self.object(s, ptr, depth))
+        for kind in {json_type(v) for v in excluded} & {"array", "object"} & types:
+            self.unsupported(f"not: enum/const with an {kind} value", f"{ptr}/not")
+        return g.alt(*parts)
+
+    def _enum(self, s: dict, ptr: str, depth: int) -> g.Expr:
+        """The enum values valid under the rest of `s`; strings share one lexeme (a trie)."""
+        rest = {k: v for k, v in s.items() if k != "enum"}
+        seen, words, others = set(), [], []
+        for v in s["enum"]:
+            key = canonical(v)
+            if key in seen or not conforms(v, rest, ptr, self._resolver):
+                continue
+            seen.add(key)
+            (words if isinstance(v, str) else others).append(v)
+        parts = [g.lex(self.literal(v, depth)) for v in others]
+        if words:
+            parts.append(g.lex(strings.string_literal(strings.word_set(words))))
         return g.alt(*parts)
 
     def _branch(self, s: dict, ptr: str, depth: int) -> g.Expr:
-        """Distribute the first anyOf/oneOf over the rest of the schema."""
+        """Distribute the first anyOf/oneOf over the rest of the schema.
+
+        An exact oneOf is the union of (branch ∧ ¬every other branch it may overlap with); branches
+        proven disjoint need no negation.
+        """
         (kind, subs, bptr), *rest = s["_branches"]
         base = {k: v for k, v in s.items() if k != "_branches"}
         if rest:
             base["_branches"] = rest
-        options = [merge(base, self.flatten(sub, f"{bptr}/{i}"), bptr) for i, sub in enumerate(subs)]
-        options = [o for o in options if not o.get("_false")]
+        options = [(i, merge(base, self.flatten(sub, f"{bptr}/{i}"), bptr)) for i, sub in enumerate(subs)]
+        options = [(i, o) for i, o in options if not o.get("_false")]
         self._branches += len(options)
         if self._branches > MAX_BRANCH_PRODUCT:
             raise GrammarError("anyOf/oneOf combinations exceed grammask's branch limit", pointer=bptr)
         if kind == "oneOf":
-            for i, a in enumerate(options):
-                for b in options[i + 1:]:
-                    if not self.disjoint(a, b):
-                        self.unsupported("oneOf whose branches may overlap (it is treated as anyOf)", bptr)
-                        break
-                else:
-                    continue
-                break
-        return g.alt(*(self.build(o, bptr, depth) for o in options))
+            options = self._exclusive(options, subs, bptr)
+        return g.alt(*(self.build(o, bptr, depth) for _, o in options))
+
+    def _exclusive(self, options: list[tuple[int, dict]], subs: list, bptr: str) -> list[tuple[int, dict]]:
+        """oneOf options, each made to exclude the other branches it may overlap with."""
+        out = []
+        for i, o in options:
+            others = [j for j, p in options if j != i and not self.disjoint(o, p)]
+            if others:
+                try:
+                    for j in others:
+                        self.negation(self.flatten(subs[j], f"{bptr}/{j}"), f"{bptr}/{j}", types_of(o))
+                except GrammarError as exc:
+                    self.unsupported(f"oneOf whose branches may overlap ({exc.reason})", bptr)
+                    return options
+                o = {**o, "_not": [*o.get("_not", []), *((subs[j], f"{bptr}/{j}") for j in others)]}
+            out.append((i, o))
+        return out
 
     def disjoint(self, a: dict, b: dict) -> bool:
         """Whether no value satisfies both (False when unsure)."""
-        if not types_of(a) & types_of(b):
+        common = types_of(a) & types_of(b)
+        if not common:
             return True
         if "enum" in a and "enum" in b:
             return not {canonical(v) for v in a["enum"]} & {canonical(v) for v in b["enum"]}
         for x, y in ((a, b), (b, a)):
             if "enum" in x and not any(conforms(v, y, "", self._resolver) for v in x["enum"]):
                 return True
-        for name in set(a.get("required", [])) & set(b.get("required", [])):
-            pa = self.flatten(property_schema(a, name, ""), "")
-            pb = self.flatten(property_schema(b, name, ""), "")
-            if self.disjoint(pa, pb):
-                return True
-        for x, y in ((a, b), (b, a)):
-            for name in x.get("required", []):
-                if self.flatten(property_schema(y, name, ""), "").get("_false"):
+        if common <= {"number", "integer"} and _ranges_disjoint(a, b):
+            return True
+        if common == {"object"}:
+            for name in set(a.get("required", [])) & set(b.get("required", [])):
+                pa = self.flatten(property_schema(a, name, ""), "")
+                pb = self.flatten(property_schema(b, name, ""), "")
+                if self.disjoint(pa, pb):
                     return True
+            for x, y in ((a, b), (b, a)):
+                for name in x.get("required", []):
+                    if self.flatten(property_schema(y, name, ""), "").get("_false"):
+                        return True
         return False
 
-    def _negate(self, s: dict, ptr: str) -> dict:
-        """Fold `not` into `s` where the negation has a finite form (a type, values, a required name)."""
+    def _fold_not(self, s: dict) -> dict:
+        """`s` with each `not` replaced by its negation: merged when one schema, else an anyOf branch."""
         s = dict(s)
-        for sub, nptr in s.pop("_not"):
-            n = self.flatten(sub, nptr)
-            keys = set(n) - {"_false"}
-            if n.get("_false"):
+        while s.get("_not") and not s.get("_false"):
+            (sub, nptr), *rest = s.pop("_not")
+            if rest:
+                s["_not"] = rest
+            try:
+                disjuncts = self.negation(self.flatten(sub, nptr), nptr, types_of(s))
+            except GrammarError as exc:
+                self.unsupported(f"this 'not' cannot be enforced exactly: {exc.reason}", nptr)
                 continue
-            if not keys:
+            live = [d for d in disjuncts if types_of(self.flatten(d, nptr)) & types_of(s)]
+            if {} in live:
+                continue
+            if not live:
                 return dict(FALSE)
-            if keys == {"type"}:
-                banned = set(n["type"]) | ({"integer"} if "number" in n["type"] else set())
-                left = set(types_of(s)) - banned
-                if "number" in left and "integer" in banned:
-                    self.unsupported("not: {type: integer} on numbers", nptr)
-                    continue
-                s["type"] = sorted(left)
-            elif keys == {"enum"} and "enum" in s:
-                drop = {canonical(v) for v in n["enum"]}
-                s["enum"] = [v for v in s["enum"] if canonical(v) not in drop]
-            elif keys == {"required"} and len(n["required"]) == 1:
-                name = n["required"][0]
-                if name in s.get("required", []):
-                    return dict(FALSE)
-                s["properties"] = {**s.get("properties", {}), name: False}
+            if len(live) == 1:
+                s = merge(s, self.flatten(live[0], nptr), nptr)
             else:
-                self.unsupported("this 'not' cannot be enforced exactly", nptr)
+                s["_branches"] = [("anyOf", live, nptr), *s.get("_branches", [])]
         return s
+
+    def negation(self, n: dict, ptr: str, context: frozenset[str]) -> list[dict]:
+        """Schemas whose union is exactly the complement of the flattened `n` (for values whose type
+        is in `context`); a `GrammarError` when the complement has no such finite form."""
+        self._negations += 1
+        if self._negations > MAX_NEGATIONS:
+            raise GrammarError("too many nested negations", pointer=ptr)
+        if n.get("_false"):
+            return [{}]
+        out: list[dict] = []
+        if "type" in n:
+            t = set(n["type"]) | ({"integer"} if "number" in n["type"] else set())
+            if "integer" in t and "number" not in t and "number" in context:
+                raise GrammarError("not: {type: integer} on numbers (non-integer numbers)", pointer=ptr)
+            out.append({"type": sorted(ALL_TYPES - t - ({"number"} if "number" not in t and "integer" in t else set()))})
+        if "enum" in n:
+            out.append({"_exclude": n["enum"]})
+        if "_exclude" in n:
+            out.append({"enum": n["_exclude"]})
+        for key, value in n.items():
+            if key in _COMPLEMENT_BOUND:
+                kind, other, shift = _COMPLEMENT_BOUND[key]
+                if shift == 0 or value + shift >= 0:
+                    out.append({"type": [kind], other: value + shift})
+            elif key == "required":
+                out += [{"type": ["object"], "properties": {name: False}} for name in value]
+            elif key == "properties":
+                out += [{"type": ["object"], "required": [name], "properties": {name: {"not": sub}}}
+                        for name, sub in value.items() if not _is_true(sub)]
+            elif key == "_branches":
+                for kind, subs, bptr in value:
+                    if kind == "oneOf" and len(subs) > 1:
+                        flat = [self.flatten(sub, f"{bptr}/{i}") for i, sub in enumerate(subs)]
+                        if not all(self.disjoint(a, b) for i, a in enumerate(flat) for b in flat[i + 1:]):
+                            raise GrammarError("not of a oneOf whose branches may overlap", pointer=bptr)
+                    out.append({"allOf": [{"not": sub} for sub in subs]})
+            elif key == "_not":
+                out += [sub for sub, _ in value]
+            elif key in ("additionalProperties", "items", "propertyNames", "contains") and _is_true(value):
+                continue
+            elif key == "format" and (not isinstance(value, str) or format_regex(value) is None):
+                continue
+            elif key == "uniqueItems" and value is False:
+                continue
+            elif key not in ("type", "enum", "_exclude"):
+                raise GrammarError(f"the negation of {key!r} has no exact form", pointer=ptr)
+        return out
 
     # -- scalars -----------------------------------------------------------------------------
 
@@ -230,29 +349,45 @@ class Builder:
         return rx.literal(json.dumps(value))
 
     def number(self, s: dict, ptr: str, *, integer: bool) -> g.Expr:
-        bounds = Bounds(
-            lo=max((s[k] for k in ("minimum", "exclusiveMinimum") if k in s), default=None),
-            hi=min((s[k] for k in ("maximum", "exclusiveMaximum") if k in s), default=None),
-            lo_strict="exclusiveMinimum" in s and ("minimum" not in s or s["exclusiveMinimum"] >= s["minimum"]),
-            hi_strict="exclusiveMaximum" in s and ("maximum" not in s or s["exclusiveMaximum"] <= s["maximum"]),
-        )
+        bounds = _bounds(s)
+        decimals = None
         if "multipleOf" in s:
             step = s["multipleOf"]
             if isinstance(step, bool) or not isinstance(step, (int, float)) or step <= 0:
                 raise GrammarError("multipleOf must be a positive number", pointer=f"{ptr}/multipleOf")
-            if float(step).is_integer() and (integer or step >= 1):
+            step = number_value(step)
+            if step.denominator == 1 and (integer or step >= 1):
                 if step != 1:
-                    return self._multiples(int(step), bounds, ptr)
+                    return self._exclude_numbers(self._multiples(int(step), bounds, ptr), s, ptr, integer=True)
                 integer = True
+            elif step.numerator == 1 and 10 ** (len(str(step.denominator)) - 1) == step.denominator:
+                decimals = len(str(step.denominator)) - 1  # 10^-k: at most k decimals
             else:
-                self.unsupported("a fractional multipleOf cannot be enforced exactly", f"{ptr}/multipleOf")
+                self.unsupported("a fractional multipleOf other than a power of ten", f"{ptr}/multipleOf")
         if bounds.is_empty(integer):
             return g.FAIL
         try:
-            return g.lex(number_regex(bounds, integer=integer, pointer=ptr))
+            expr = g.lex(number_regex(bounds, integer=integer, pointer=ptr, decimals=decimals))
         except GrammarError as exc:
             self.unsupported(exc.reason, ptr)
-            return g.lex(number_regex(Bounds(), integer=integer, pointer=ptr))
+            expr = g.lex(number_regex(Bounds(), integer=integer, pointer=ptr))
+        return self._exclude_numbers(expr, s, ptr, integer=integer)
+
+    def _exclude_numbers(self, expr: g.Expr, s: dict, ptr: str, *, integer: bool) -> g.Expr:
+        """`expr` without the numbers of `_exclude` (exact for canonical integers only)."""
+        values = [number_value(v) for v in s.get("_exclude", []) if json_type(v) in ("integer", "number")]
+        if integer:
+            values = [v for v in values if v.denominator == 1]
+        if not values:
+            return expr
+        if not integer:
+            self.unsupported("not: enum/const with a number (it has many spellings)", f"{ptr}/not")
+            return expr
+        words = {str(int(v)) for v in values}
+        if isinstance(expr, g.Lex):
+            return g.lex(strings.subtract_words(expr.regex, words))
+        return g.alt(*(x for x in (expr.items if isinstance(expr, g.Alt) else (expr,))
+                       if not (isinstance(x, g.Lex) and _single_word(x.regex) in words)))
 
     def _multiples(self, step: int, bounds: Bounds, ptr: str) -> g.Expr:
         lo, hi = bounds.int_bounds()
@@ -293,6 +428,14 @@ class Builder:
         content, lo, hi = self.string_content(s, ptr)
         if hi is not None and hi < lo:
             return g.FAIL
+        words = {v for v in s.get("_exclude", []) if isinstance(v, str)}
+        if words:
+            if content is None and (hi is None or hi <= LEXEME_REPEAT_MAX):
+                content = rx.repeat(rx.ANY_CHAR, lo, hi)
+            if content is None:
+                self.unsupported("not: enum/const next to maxLength > 64", f"{ptr}/not")
+            else:
+                content = strings.subtract_words(content, words)
         if content is None:
             return self._any_string(lo, hi)
         return g.lex(strings.string_literal(content))
@@ -331,6 +474,10 @@ class Builder:
         if not self._container_depth_ok(depth):
             return g.FAIL
         lo, hi = s.get("minItems", 0), s.get("maxItems")
+        if s.get("uniqueItems") and (hi is None or hi > 1):
+            unique = self._unique_array(s, ptr, depth)
+            if unique is not None:
+                return unique
         prefix = s.get("prefixItems", [])
         items = s.get("items", True)
         el = lambda sub, p: self.value(sub, p, depth + 1)  # noqa: E731
@@ -361,6 +508,48 @@ class Builder:
         if hi is not None and hi < lo:
             return g.FAIL
         return g.alt(g.lex(self.ws.empty("[]")), body) if lo == 0 else body
+
+    def _unique_array(self, s: dict, ptr: str, depth: int) -> g.Expr | None:
+        """An array of distinct items drawn from a small finite set: one rule per set of items used."""
+        values = None
+        if not s.get("prefixItems") and "contains" not in s:
+            values = self._finite_values(self.flatten(s.get("items", True), f"{ptr}/items"), f"{ptr}/items")
+        if values is None or len(values) > UNIQUE_ITEMS_MAX_VALUES:
+            self.unsupported("uniqueItems over items not drawn from a small finite set", f"{ptr}/uniqueItems")
+            return None
+        lo, hi = s.get("minItems", 0), s.get("maxItems")
+        cap = len(values) if hi is None else min(hi, len(values))
+        if lo > cap:
+            return g.FAIL
+        lits = [g.lex(self.literal(v, depth + 1)) for v in values]
+        comma = g.lex(self.ws.comma(depth))
+        serial = next(self._objects)
+
+        def state(used: frozenset[int]) -> g.Expr:
+            return self.rule(("unique", serial, used), lambda: body(used))
+
+        def body(used: frozenset[int]) -> g.Expr:
+            more = [g.seq(comma, lits[i], state(used | {i})) for i in range(len(values)) if i not in used]
+            return g.alt(*([g.EMPTY_SEQ] if len(used) >= lo else []), *(more if len(used) < cap else []))
+
+        first = g.alt(*(g.seq(lits[i], state(frozenset({i}))) for i in range(len(values))))
+        filled = g.seq(g.lex(self.ws.open("[", depth)), first, g.lex(self.ws.close("]", depth)))
+        return g.alt(g.lex(self.ws.empty("[]")), filled) if lo == 0 else filled
+
+    def _finite_values(self, s: dict, ptr: str) -> list | None:
+        """The distinct values valid under `s` when they are few and known (an enum, null, booleans)."""
+        if "enum" in s:
+            candidates = s["enum"]
+        elif types_of(s) <= {"null", "boolean"}:
+            candidates = [None, True, False]
+        else:
+            return None
+        seen, out = set(), []
+        for v in candidates:
+            if canonical(v) not in seen and conforms(v, s, ptr, self._resolver):
+                seen.add(canonical(v))
+                out.append(v)
+        return out
 
     def object(self, s: dict, ptr: str, depth: int) -> g.Expr:
         if not self._container_depth_ok(depth):
@@ -407,6 +596,10 @@ class Builder:
             present = g.FAIL if hi is not None and count >= hi else g.seq(sep, items[i][1], state(i + 1, nxt))
             return present if items[i][0] else g.alt(present, state(i + 1, count))
 
+        if (len(items) + 1) * (cap + 1) <= 4096:
+            for i in reversed(range(len(items) + 1)):  # bottom-up, so long objects need no deep recursion
+                for count in range(min(i, cap) + 1):
+                    state(i, count)
         empty_ok = lo == 0 and not required
         filled = g.seq(g.lex(self.ws.open("{", depth)), state(0, 0), g.lex(self.ws.close("}", depth)))
         return g.alt(g.lex(self.ws.empty("{}")), filled) if empty_ok else filled

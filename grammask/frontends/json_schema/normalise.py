@@ -2,7 +2,10 @@
 
 A normalised schema is a dict with 2020-12 keywords, `enum` in place of `const`, numeric exclusive
 bounds as numbers, `prefixItems`/`items` for arrays, and `"_false": True` for a schema nothing
-satisfies. Merging intersects keyword by keyword; property-wise it keeps each object's own
+satisfies. `anyOf`/`oneOf` become `_branches` entries `(kind, subschemas, pointer)`; `if`/`then`/
+`else`, `dependencies`, `dependentRequired` and `dependentSchemas` become `anyOf` entries there too
+(`(if ∧ then) ∨ (¬if ∧ else)`, `¬a ∨ (a ∧ deps)`); `not` becomes `_not` entries `(subschema,
+pointer)`; `_exclude` lists values the instance must differ from (the negation of an `enum`). Merging intersects keyword by keyword; property-wise it keeps each object's own
 `additionalProperties` meaning (a property one side does not declare gets that side's additional
 or pattern schema), and the merged `properties` order is the first schema's followed by the new
 names of the next.
@@ -15,15 +18,24 @@ import re
 from fractions import Fraction
 
 from grammask.errors import GrammarError
-from grammask.frontends.json_schema.resolve import Document
+from grammask.frontends.json_schema.resolve import Document, escape_pointer
 
-__all__ = ["FALSE", "canonical", "json_type", "merge", "normalise", "types_of"]
+__all__ = ["FALSE", "KEYWORDS", "canonical", "json_type", "merge", "normalise", "number_value", "types_of"]
 
 FALSE: dict = {"_false": True}
 ALL_TYPES = frozenset({"null", "boolean", "object", "array", "string", "number", "integer"})
-_ANNOTATIONS = {"title", "description", "default", "examples", "example", "$comment", "deprecated", "readOnly",
-                "writeOnly", "$schema", "$id", "id", "$anchor", "$dynamicAnchor", "$defs", "definitions",
-                "contentMediaType", "contentEncoding", "contentSchema", "$vocabulary"}
+#: Keywords that constrain an instance (or are resolved away by `normalise`). Everything else —
+#: annotations, `x-*` extensions, vendor and unknown keywords — is ignored, never merged.
+KEYWORDS = frozenset({
+    "type", "enum", "const", "nullable", "properties", "required", "additionalProperties", "patternProperties",
+    "propertyNames", "minProperties", "maxProperties", "prefixItems", "items", "additionalItems", "contains",
+    "minContains", "maxContains", "minItems", "maxItems", "uniqueItems", "minLength", "maxLength", "pattern",
+    "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "anyOf", "oneOf",
+    "allOf", "not", "if", "then", "else", "$ref", "dependencies", "dependentRequired", "dependentSchemas",
+    "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef",
+    # internal forms (a normalised schema normalises to itself)
+    "_false", "_branches", "_not", "_exclude",
+})
 
 
 def canonical(value: object) -> str:
@@ -53,10 +65,18 @@ def json_type(value: object) -> str:
     return "array" if isinstance(value, list) else "object"
 
 
-def _num(value: object, ptr: str, key: str) -> Fraction:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise GrammarError(f"{key} must be a number, not {value!r}", pointer=ptr)
+def number_value(value: int | float | Fraction) -> Fraction:
+    """The exact decimal a JSON number denotes (a float by its shortest spelling: 0.1 is 1/10)."""
+    if isinstance(value, float):
+        return Fraction(repr(value)) if value == value and abs(value) != float("inf") else Fraction(0)
     return Fraction(value)
+
+
+def _num(value: object, ptr: str, key: str) -> Fraction:
+    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)) or \
+            (isinstance(value, float) and (value != value or abs(value) == float("inf"))):
+        raise GrammarError(f"{key} must be a number, not {value!r}", pointer=ptr)
+    return number_value(value)
 
 
 def normalise(schema: object, ptr: str, doc: Document) -> dict:
@@ -67,7 +87,7 @@ def normalise(schema: object, ptr: str, doc: Document) -> dict:
         return dict(FALSE)
     if not isinstance(schema, dict):
         raise GrammarError(f"a schema must be an object or a boolean, not {type(schema).__name__}", pointer=ptr)
-    out = {k: v for k, v in schema.items() if k not in _ANNOTATIONS}
+    out = {k: v for k, v in schema.items() if k in KEYWORDS}
     if "$ref" in out and doc.draft <= 7:
         out = {"$ref": out["$ref"]}
     if "type" in out:
@@ -106,7 +126,38 @@ def normalise(schema: object, ptr: str, doc: Document) -> dict:
             out["_branches"] = [*out.get("_branches", []), (kind, out.pop(kind), f"{ptr}/{kind}")]
     if "not" in out:
         out["_not"] = [(out.pop("not"), f"{ptr}/not")]
+    _conditionals(out, ptr)
     return out
+
+
+def _conditionals(out: dict, ptr: str) -> None:
+    """`if`/`then`/`else` and the dependency keywords as `anyOf` branches (each exact)."""
+    then, otherwise = out.pop("then", True), out.pop("else", True)
+    if "if" in out:
+        cond = out.pop("if")
+        if not (_trivial(then) and _trivial(otherwise)):
+            out["_branches"] = [*out.get("_branches", []), (
+                "anyOf", [{"allOf": [cond, then]}, {"not": cond, "allOf": [otherwise]}], f"{ptr}/if")]
+    deps = []
+    for key in ("dependencies", "dependentRequired", "dependentSchemas"):
+        table = out.pop(key, {})
+        if not isinstance(table, dict):
+            raise GrammarError(f"{key} must be an object", pointer=f"{ptr}/{key}")
+        for name, dep in table.items():
+            dptr = f"{ptr}/{key}/{escape_pointer(name)}"
+            if isinstance(dep, list):
+                if not all(isinstance(n, str) for n in dep):
+                    raise GrammarError(f"{key} lists must hold property names", pointer=dptr)
+                if dep:
+                    deps.append(("anyOf", [{"properties": {name: False}}, {"required": [name, *dep]}], dptr))
+            elif not _trivial(dep):
+                deps.append(("anyOf", [{"properties": {name: False}}, {"required": [name], "allOf": [dep]}], dptr))
+    if deps:
+        out["_branches"] = [*out.get("_branches", []), *deps]
+
+
+def _trivial(schema: object) -> bool:
+    return schema is True or (isinstance(schema, dict) and not set(schema) & KEYWORDS)
 
 
 def types_of(schema: dict) -> frozenset[str]:
@@ -204,7 +255,7 @@ def merge(a: dict, b: dict, ptr: str) -> dict:
             out[key] = min(x, y)
         elif key == "uniqueItems":
             out[key] = x or y
-        elif key in ("_branches", "_not", "allOf"):
+        elif key in ("_branches", "_not", "_exclude", "allOf"):
             out[key] = [*x, *y]
         elif key in ("properties", "patternProperties", "additionalProperties", "required", "propertyNames",
                      "prefixItems", "items"):

@@ -2,8 +2,9 @@
 
 A bound splits the number line by sign; each side is a range of magnitudes, written as an integer
 part in a digit range followed by the fraction that range allows (any, none-or-zero, or nonzero).
-Bounds must be integers (or integer-valued); exponent notation is only produced for unbounded
-numbers and numbers bounded by 0 alone, where the sign decides.
+Bounds are exact decimals (a non-integer bound compares fraction digits one by one); exponent
+notation is only produced for unbounded numbers and numbers bounded by 0 alone, where the sign
+decides.
 """
 
 from __future__ import annotations
@@ -96,42 +97,121 @@ _FRAC_ZERO = rx.optional(rx.concat(rx.literal("."), rx.plus(rx.literal("0"))))
 _FRAC_NONZERO = rx.concat(rx.literal("."), rx.star(_DIGIT), _NONZERO, rx.star(_DIGIT))
 
 
-def _magnitudes(a: int, a_strict: bool, b: int | None, b_strict: bool, integer: bool) -> rx.RegexNode:
-    """Unsigned decimals with value in the interval from a to b (integers >= 0; b None: unbounded)."""
+def _ne_any(k: int | None) -> rx.RegexNode:
+    """Non-empty fraction digits, only zeros after the first k (k None: any)."""
+    if k is None:
+        return rx.plus(_DIGIT)
+    if k == 0:
+        return rx.plus(rx.literal("0"))
+    return rx.concat(rx.repeat(_DIGIT, 1, k), rx.star(rx.literal("0")))
+
+
+def _any_tail(k: int | None) -> rx.RegexNode:
+    return rx.optional(_ne_any(k))
+
+
+def _zero_ok(f: str, op: str) -> bool:
+    """Whether 0 `op` 0.f."""
+    return op in ("le", "lt") and bool(f) or op in ("ge", "le") and not f
+
+
+def _frac_cmp(f: str, op: str, k: int | None) -> tuple[bool, rx.RegexNode]:
+    """Fraction digits F with 0.F `op` 0.f (f without trailing zeros; op ge/gt/le/lt), at most k
+    significant: whether F may be empty, and the non-empty ones."""
+    if k == 0:
+        ok = _zero_ok(f, op)
+        return ok, rx.plus(rx.literal("0")) if ok else rx.NOTHING
+    nk = None if k is None else k - 1
+    if not f:
+        if op == "ge":
+            return True, _ne_any(k)
+        if op == "le":
+            return True, rx.plus(rx.literal("0"))
+        if op == "lt":
+            return False, rx.NOTHING
+        if k is None:
+            return False, rx.concat(rx.star(_DIGIT), _NONZERO, rx.star(_DIGIT))
+        return False, rx.alt(rx.concat(_NONZERO, _any_tail(nk)), rx.concat(rx.literal("0"), _frac_cmp("", "gt", nk)[1]))
+    c = int(f[0])
+    e_rest, ne_rest = _frac_cmp(f[1:], op, nk)
+    same = rx.concat(_digits(c, c), rx.alt(rx.EMPTY, ne_rest) if e_rest else ne_rest)
+    if op in ("ge", "gt"):
+        return False, rx.alt(rx.concat(_digits(c + 1, 9), _any_tail(nk)) if c < 9 else rx.NOTHING, same)
+    return True, rx.alt(rx.concat(_digits(0, c - 1), _any_tail(nk)) if c > 0 else rx.NOTHING, same)
+
+
+def _frac_between(fa: str, opa: str, fb: str, opb: str, k: int | None) -> tuple[bool, rx.RegexNode]:
+    """Fraction digits F with 0.fa `opa` 0.F `opb` 0.fb (opa ge/gt, opb le/lt), as `_frac_cmp`."""
+    if not fa and opa == "ge":
+        return _frac_cmp(fb, opb, k)
+    empty_ok = _zero_ok(fa, opa) and _zero_ok(fb, opb)
+    if (not fa and not fb) or k == 0:
+        return empty_ok, rx.plus(rx.literal("0")) if empty_ok else rx.NOTHING
+    nk = None if k is None else k - 1
+    ca, ra = (int(fa[0]), fa[1:]) if fa else (0, "")
+    cb, rb = (int(fb[0]), fb[1:]) if fb else (0, "")
+    parts = []
+    if cb - ca > 1:
+        parts.append(rx.concat(_digits(ca + 1, cb - 1), _any_tail(nk)))
+    tails = []
+    if ca == cb:
+        tails.append((ca, _frac_between(ra, opa, rb, opb, nk)))
+    elif ca < cb:
+        tails += [(ca, _frac_cmp(ra, opa, nk)), (cb, _frac_cmp(rb, opb, nk))]
+    for d, (e, ne) in tails:
+        parts.append(rx.concat(_digits(d, d), rx.alt(rx.EMPTY, ne) if e else ne))
+    return empty_ok, rx.alt(*parts)
+
+
+def _fraction(empty_ok: bool, nonempty: rx.RegexNode) -> rx.RegexNode:
+    dotted = rx.concat(rx.literal("."), nonempty)
+    return rx.alt(rx.EMPTY, dotted) if empty_ok else dotted
+
+
+def _split(x: Fraction, pointer: str) -> tuple[int, str]:
+    """Integer part and fraction digits (no trailing zeros) of a non-negative decimal."""
+    whole = x.numerator // x.denominator
+    frac, k = x - whole, 0
+    while (frac * 10**k).denominator != 1:
+        k += 1
+        if k > 400:
+            raise GrammarError(f"the bound {float(x)} is not a short finite decimal", pointer=pointer)
+    return whole, str(int(frac * 10**k)).zfill(k) if k else ""
+
+
+def _magnitudes(a: Fraction, a_strict: bool, b: Fraction | None, b_strict: bool, integer: bool,
+                decimals: int | None = None, pointer: str = "") -> rx.RegexNode:
+    """Unsigned decimals with value in the interval from a to b (>= 0; b None: unbounded); numbers
+    with at most `decimals` significant fraction digits when it is set."""
     if integer:
-        lo = a + 1 if a_strict else a
-        hi = None if b is None else (b - 1 if b_strict else b)
+        lo = int(a) + 1 if a_strict else int(a)
+        hi = None if b is None else (int(b) - 1 if b_strict else int(b))
         return digit_range(lo, hi)
-    if b is not None and a == b:
-        return rx.concat(digit_range(a, a), _FRAC_ZERO) if not (a_strict or b_strict) else rx.NOTHING
-    parts = [rx.concat(digit_range(a, a), _FRAC_NONZERO if a_strict else _FRAC_ANY)]
-    middle_hi = None if b is None else b - 1
-    parts.append(rx.concat(digit_range(a + 1, middle_hi), _FRAC_ANY))
-    if b is not None and not b_strict:
-        parts.append(rx.concat(digit_range(b, b), _FRAC_ZERO))
+    opa, opb = ("gt" if a_strict else "ge"), ("lt" if b_strict else "le")
+    whole_a, fa = _split(a, pointer)
+    if b is not None:
+        whole_b, fb = _split(b, pointer)
+        if whole_a == whole_b:
+            return rx.concat(digit_range(whole_a, whole_a), _fraction(*_frac_between(fa, opa, fb, opb, decimals)))
+    parts = [rx.concat(digit_range(whole_a, whole_a), _fraction(*_frac_cmp(fa, opa, decimals))),
+             rx.concat(digit_range(whole_a + 1, None if b is None else whole_b - 1), _fraction(True, _ne_any(decimals)))]
+    if b is not None:
+        parts.append(rx.concat(digit_range(whole_b, whole_b), _fraction(*_frac_cmp(fb, opb, decimals))))
     return rx.alt(*parts)
 
 
-def _integral(value: Fraction | None, pointer: str) -> int | None:
-    if value is None:
-        return None
-    if value.denominator != 1:
-        raise GrammarError(f"a non-integer bound {float(value)} on a number cannot be enforced exactly",
-                           pointer=pointer)
-    return int(value)
-
-
-def number_regex(bounds: Bounds, *, integer: bool, pointer: str) -> rx.RegexNode:
-    """JSON numbers (or integers, written without fraction or exponent) within `bounds`."""
+def number_regex(bounds: Bounds, *, integer: bool, pointer: str, decimals: int | None = None) -> rx.RegexNode:
+    """JSON numbers (or integers, written without fraction or exponent) within `bounds`; numbers
+    with at most `decimals` significant fraction digits (a multipleOf 10^-k) when it is set."""
     if integer:
         lo, hi = bounds.int_bounds()
         lo_s = hi_s = False
     else:
-        lo, hi = _integral(bounds.lo, pointer), _integral(bounds.hi, pointer)
+        lo, hi = bounds.lo, bounds.hi
         lo_s, hi_s = bounds.lo_strict, bounds.hi_strict
-        if lo is None and hi is None:
+        if lo is None and hi is None and decimals is None:
             return rx.concat(rx.optional(_MINUS), _INT, _FRAC_ANY, rx.optional(_EXP))
-        if (lo, hi) in ((0, None), (None, 0)):
+        if (lo, hi) in ((0, None), (None, 0)) and decimals is None:
             # Only the sign matters, so exponents stay exact.
             strict = lo_s if lo == 0 else hi_s
             positive = rx.concat(digit_range(0, None), _FRAC_ANY, rx.optional(_EXP))
@@ -145,13 +225,14 @@ def number_regex(bounds: Bounds, *, integer: bool, pointer: str) -> rx.RegexNode
     if hi is None or hi > 0 or (hi == 0 and not hi_s):
         # Non-negative side: magnitudes from max(lo, 0) to hi.
         a, a_s = (lo, lo_s) if lo is not None and lo >= 0 else (0, False)
-        parts.append(_magnitudes(a, a_s, hi, hi_s, integer))
+        parts.append(_magnitudes(Fraction(a), a_s, hi, hi_s, integer, decimals, pointer))
     if lo is None or lo < 0 or (lo == 0 and not lo_s and not integer):
         # Negative side ("-0" included for numbers): magnitudes from max(-hi, 0) to -lo.
         a, a_s = (-hi, hi_s) if hi is not None and hi <= 0 else (0, False)
         if integer and a == 0 and not a_s:
             a, a_s = 0, True  # "-0" is not a canonical integer
-        parts.append(rx.concat(_MINUS, _magnitudes(a, a_s, None if lo is None else -lo, lo_s, integer)))
+        parts.append(rx.concat(_MINUS, _magnitudes(Fraction(a), a_s, None if lo is None else -lo, lo_s, integer,
+                                                   decimals, pointer)))
     return rx.alt(*parts)
 
 

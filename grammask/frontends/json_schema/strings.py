@@ -1,10 +1,17 @@
 """JSON string literals whose decoded value lies in a regular language over code points.
 
 A schema constrains the *decoded* string; the model writes the *encoded* literal. `encode` maps a
-regex over decoded characters to the regex of every JSON spelling of those characters: the
-character itself where JSON allows it raw, its short escape (`\\n`, `\\"`, ...) and every `\\uXXXX`
-spelling (hex digits in either case; astral characters as surrogate pairs). Lone surrogates are
-never produced.
+regex over decoded characters to the regex of the JSON spellings grammask allows for them — those
+`json.dumps` (either `ensure_ascii`) produces or JSON requires, not every escape JSON permits:
+
+- printable ASCII (and DEL) other than `"` and `\\`: only the character itself;
+- `"` and `\\`: only `\\"` and `\\\\`; `/`: itself or `\\/`;
+- control characters U+0000..U+001F: their short escape where one exists (`\\b \\f \\n \\r \\t`) and
+  `\\u00XX` (hex digits in either case);
+- other characters: raw UTF-8 or `\\uXXXX` (either case; astral characters as surrogate pairs).
+
+Allowing `\\u0061` for `a` would multiply the automaton of every key, enum value and pattern by the
+escape spellings of each character. Lone surrogates are never produced.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ __all__ = [
     "restrict_length",
     "string_literal",
     "subtract_words",
+    "word_set",
 ]
 
 _SHORT_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "\b": "b", "\f": "f", "\n": "n", "\r": "r", "\t": "t"}
@@ -83,7 +91,7 @@ def _encode_class(cc: rx.CharClass) -> rx.RegexNode:
         if any(lo <= ord(ch) <= hi for lo, hi in cc.ranges):
             parts.append(rx.literal("\\" + esc))
     for lo, hi in cc.ranges:
-        for a, b in ((lo, min(hi, 0xD7FF)), (max(lo, 0xE000), min(hi, 0xFFFF))):
+        for a, b in ((lo, min(hi, 0x1F)), (max(lo, 0x80), min(hi, 0xD7FF)), (max(lo, 0xE000), min(hi, 0xFFFF))):
             if a <= b:
                 parts.append(_u_escape(a, b))
         if hi >= 0x10000:
@@ -91,6 +99,7 @@ def _encode_class(cc: rx.CharClass) -> rx.RegexNode:
     return rx.alt(*parts)
 
 
+@lru_cache(maxsize=65536)
 def encode(node: rx.RegexNode) -> rx.RegexNode:
     """Every JSON-escaped spelling of every string of `node` (without the quotes)."""
     if isinstance(node, rx.CharClass):
@@ -102,6 +111,7 @@ def encode(node: rx.RegexNode) -> rx.RegexNode:
     return rx.repeat(encode(node.item), node.min, node.max)
 
 
+@lru_cache(maxsize=16384)
 def string_literal(content: rx.RegexNode) -> rx.RegexNode:
     """The quoted JSON literal of strings in `content` (a regex over decoded code points)."""
     return rx.concat(rx.literal('"'), encode(content), rx.literal('"'))
@@ -143,10 +153,26 @@ def restrict_length(node: rx.RegexNode, lo: int, hi: int | None, pointer: str) -
         if isinstance(rep, rx.Repeat) and length_bounds(rep.item) == (1, 1):
             fixed = n_lo - rep.min
             new_min = max(rep.min, lo - fixed)
-            new_max = hi - fixed if rep.max is None else (rep.max if hi is None else min(rep.max, hi - fixed))
+            new_max = rep.max if hi is None else (hi - fixed if rep.max is None else min(rep.max, hi - fixed))
             return rx.concat(*items[:k], rx.repeat(rep.item, new_min, new_max), *items[k + 1:])
     raise GrammarError("minLength/maxLength combined with this pattern or format cannot be enforced exactly",
                        pointer=pointer)
+
+
+def word_set(words: list[str]) -> rx.RegexNode:
+    """Exactly the strings `words`, as a trie (shared prefixes once)."""
+    trie: dict = {}
+    for w in words:
+        node = trie
+        for ch in w:
+            node = node.setdefault(ch, {})
+        node[""] = True
+
+    def build(node: dict) -> rx.RegexNode:
+        parts = [rx.EMPTY] if "" in node else []
+        parts += [rx.concat(rx.literal(ch), build(child)) for ch, child in node.items() if ch != ""]
+        return rx.alt(*parts)
+    return build(trie)
 
 
 def _first_in(node: rx.RegexNode, cc: rx.CharClass) -> rx.RegexNode:
@@ -178,15 +204,20 @@ def _derivative(node: rx.RegexNode, ch: int) -> rx.RegexNode:
                      rx.repeat(node.item, max(node.min - 1, 0), None if node.max is None else node.max - 1))
 
 
-def subtract_words(node: rx.RegexNode, words: set[str]) -> rx.RegexNode:
+def subtract_words(node: rx.RegexNode, words: set[str] | frozenset[str]) -> rx.RegexNode:
     """The strings of `node` other than `words`, walking the words' trie with derivatives."""
+    return _subtract(node, frozenset(words))
+
+
+@lru_cache(maxsize=4096)
+def _subtract(node: rx.RegexNode, words: frozenset[str]) -> rx.RegexNode:
     if not words or node == rx.NOTHING:
         return node
     heads = sorted({w[0] for w in words if w})
     others = rx.char_class([(ord(c), ord(c)) for c in heads], negate=True)
     parts = [_first_in(node, others)]
     for c in heads:
-        rest = subtract_words(_derivative(node, ord(c)), {w[1:] for w in words if w and w[0] == c})
+        rest = _subtract(_derivative(node, ord(c)), frozenset(w[1:] for w in words if w and w[0] == c))
         parts.append(rx.concat(rx.literal(c), rest))
     if "" not in words and rx.is_nullable(node):
         parts.append(rx.EMPTY)

@@ -7,11 +7,10 @@ keyword it raises `GrammarError`, so a value is never kept on a guess.
 from __future__ import annotations
 
 import re
-from fractions import Fraction
 from typing import Callable
 
 from grammask.errors import GrammarError
-from grammask.frontends.json_schema.normalise import canonical, json_type, property_schema
+from grammask.frontends.json_schema.normalise import canonical, json_type, number_value, property_schema
 
 __all__ = ["conforms"]
 
@@ -27,13 +26,15 @@ def conforms(value: object, schema: dict, ptr: str, resolve: Resolve) -> bool:
         return False
     if "enum" in schema and canonical(value) not in {canonical(v) for v in schema["enum"]}:
         return False
+    if "_exclude" in schema and canonical(value) in {canonical(v) for v in schema["_exclude"]}:
+        return False
     if t in ("integer", "number"):
-        x = Fraction(value)
+        x = number_value(value)
         for key, ok in (("minimum", x.__ge__), ("maximum", x.__le__), ("exclusiveMinimum", x.__gt__),
                         ("exclusiveMaximum", x.__lt__)):
             if key in schema and not ok(schema[key]):
                 return False
-        if "multipleOf" in schema and (x / Fraction(schema["multipleOf"])).denominator != 1:
+        if "multipleOf" in schema and (x / number_value(schema["multipleOf"])).denominator != 1:
             return False
     if t == "string":
         if not schema.get("minLength", 0) <= len(value) <= schema.get("maxLength", len(value)):

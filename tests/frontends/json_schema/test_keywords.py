@@ -75,6 +75,44 @@ CASES = [
       "$schema": "http://json-schema.org/draft-07/schema#"}, [{"x": 1}, {"x": "1"}]),
     (True, [1, "a", None, {"a": [1, {"b": None}]}]),
     ({"properties": {"a": False}}, [{"a": 1}, {"b": 1}]),
+    # annotations and x-* keywords never block an allOf merge
+    ({"allOf": [{"type": "integer", "x-note": 1, "title": "a"}, {"x-note": 2, "minimum": 0}]}, [0, -1, "a"]),
+    # not
+    ({"type": "object", "required": ["a"], "not": {"required": ["b"]}}, [{"a": 1}, {"a": 1, "b": 2}, {"b": 1}]),
+    ({"type": "object", "not": {"required": ["a", "b"]}}, [{}, {"a": 1}, {"b": 1}, {"a": 1, "b": 2}]),
+    ({"type": "object", "not": {"anyOf": [{"required": ["a"]}, {"required": ["b"]}]}}, [{}, {"a": 1}, {"c": 1}]),
+    ({"type": "string", "not": {"enum": ["x", "yz"]}}, ["x", "y", "yz", "yzz", ""]),
+    ({"type": "integer", "not": {"const": 7}, "minimum": 0, "maximum": 10}, [6, 7, 8, 70]),
+    ({"not": {"type": "null"}}, [None, 0, "a", []]),
+    ({"not": {"type": "string", "minLength": 2}}, ["a", "ab", 3, None]),
+    ({"not": {"not": {"type": "integer", "minimum": 3}}}, [2, 3, "a"]),
+    ({"type": "object", "not": {"properties": {"k": {"enum": ["a"]}}}}, [{"k": "a"}, {"k": "b"}, {}]),
+    ({"type": "boolean", "not": {"const": True}}, [True, False]),
+    # oneOf: disjoint by range, and exact by negating overlapping branches
+    ({"oneOf": [{"type": "integer", "maximum": 3}, {"type": "integer", "minimum": 4}]}, [3, 4, 1.5]),
+    ({"oneOf": [{"type": "integer", "minimum": 0}, {"type": "integer", "maximum": 5}]}, [-1, 0, 5, 6]),
+    ({"type": "object", "oneOf": [{"required": ["a"]}, {"required": ["b"]}]}, [{"a": 1}, {"b": 1}, {"a": 1, "b": 1}, {}]),
+    ({"oneOf": [{"enum": [1, 2, 3]}, {"enum": [3, 4]}]}, [1, 3, 4, 5]),
+    # if / then / else
+    ({"type": "object", "if": {"properties": {"k": {"const": "a"}}, "required": ["k"]},
+      "then": {"required": ["x"]}, "else": {"required": ["y"]}},
+     [{"k": "a", "x": 1}, {"k": "a", "y": 1}, {"k": "b", "y": 1}, {"k": "b", "x": 1}, {"y": 1}]),
+    ({"if": {"type": "string"}, "then": {"minLength": 2}, "else": {"type": "integer"}}, ["a", "ab", 1, None]),
+    # dependencies
+    ({"type": "object", "dependentRequired": {"a": ["b"]}}, [{}, {"a": 1}, {"a": 1, "b": 2}, {"b": 2}]),
+    ({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+      "dependencies": {"a": ["b"], "c": {"properties": {"d": {"type": "integer"}}, "required": ["d"]}}},
+     [{"a": 1, "b": 1}, {"a": 1}, {"d": 2, "c": 1}, {"d": "x", "c": 1}, {"c": 1}, {"d": "x"}]),
+    ({"type": "object", "dependentSchemas": {"a": {"required": ["b"]}}}, [{"a": 1}, {"a": 1, "b": 1}, {}]),
+    # decimal bounds and multipleOf 10^-k
+    ({"type": "number", "minimum": 0.5, "exclusiveMaximum": 2.25}, [0.5, 0.49, 2.25, 2.2499, 1, 0.5001, -0.5]),
+    ({"type": "number", "exclusiveMinimum": -1.05, "maximum": 0.1}, [-1.05, -1.0499, 0.1, 0.1001, 0, -2]),
+    ({"type": "number", "multipleOf": 0.01, "minimum": 0, "maximum": 1.5}, [0.01, 0.015, 1.5, 1.51, 0, 0.1]),
+    ({"type": "integer", "minimum": 0.5, "maximum": 3.5}, [0, 1, 3, 4]),
+    # uniqueItems over a finite set
+    ({"type": "array", "items": {"enum": ["a", "b", "c"]}, "uniqueItems": True},
+     [[], ["a"], ["a", "b"], ["a", "a"], ["c", "b", "a"], ["b", "a", "b"]]),
+    ({"type": "array", "items": {"type": "boolean"}, "uniqueItems": True, "minItems": 2}, [[True, False], [True, True], [True]]),
 ]
 
 
@@ -129,8 +167,10 @@ def test_flexible_whitespace_runs_are_capped():
 
 
 def test_escapes_decode_before_patterns_and_lengths():
-    grammar = grammar_from_json_schema({"type": "string", "pattern": "^a\"b$"})
-    assert accepts(grammar, b'"a\\"b"') and accepts(grammar, b'"a\\u0022b"') and accepts(grammar, b'"\\u0061\\"b"')
+    grammar = grammar_from_json_schema({"type": "string", "pattern": "^a\"b/\u00e9\n$"})
+    assert accepts(grammar, b'"a\\"b/\xc3\xa9\\n"') and accepts(grammar, b'"a\\"b\\/\\u00E9\\u000a"')
+    # printable ASCII only as itself, `"` and `\` only as short escapes (docs/json_schema.md)
+    assert not accepts(grammar, b'"a\\u0022b/\xc3\xa9\\n"') and not accepts(grammar, b'"\\u0061\\"b/\xc3\xa9\\n"')
     astral = grammar_from_json_schema({"type": "string", "maxLength": 1})
     assert accepts(astral, b'"\\ud83d\\ude00"') and not accepts(astral, b'"\\ud83d"')
 
@@ -142,7 +182,8 @@ def test_escapes_decode_before_patterns_and_lengths():
     ({"$ref": "http://example.com/s.json"}, "outside this schema"),
     ({"type": "integer", "minimum": 5, "maximum": 1}, "unsatisfiable"),
     ({"type": "strin"}, "unknown type"),
-    ({"dependentRequired": {"a": ["b"]}}, "dependentRequired"),
+    ({"type": "string", "not": {"pattern": "a"}}, "pattern"),
+    ({"oneOf": [{"type": "string"}, {"pattern": "^a"}]}, "oneOf"),
     ("{not json", "not valid JSON"),
 ])
 def test_clear_errors(schema, fragment):
