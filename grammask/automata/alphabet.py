@@ -8,68 +8,70 @@ them, and without surrogates every atom string has exactly one UTF-8 encoding.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass
-
-import numpy as np
 
 from grammask.ir import regex as rx
 
-__all__ = ["Alphabet", "alphabet_of", "classes_of"]
+__all__ = ["Alphabet", "alphabet_of"]
 
 _SURROGATES = (0xD800, 0xDFFF)
 
 
 @dataclass(frozen=True)
 class Alphabet:
-    #: Code point ranges of each atom (sorted, disjoint, surrogate-free).
+    #: Code point ranges of each atom (sorted, disjoint, surrogate-free); atoms are numbered in
+    #: order of their lowest code point.
     atom_ranges: tuple[tuple[tuple[int, int], ...], ...]
-    #: The atoms making up each class of the regex.
-    class_atoms: dict[rx.CharClass, tuple[int, ...]]
+    #: The atoms making up each class `alphabet_of` was given, in order, as a bitmask (bit `a`
+    #: for atom `a`).
+    class_masks: tuple[int, ...]
 
     @property
     def size(self) -> int:
         return len(self.atom_ranges)
 
 
-def classes_of(node: rx.RegexNode) -> set[rx.CharClass]:
-    """The distinct character classes occurring in `node`."""
-    found: set[rx.CharClass] = set()
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, rx.CharClass):
-            found.add(n)
-        elif isinstance(n, rx.Repeat):
-            stack.append(n.item)
-        else:
-            stack.extend(n.items)
-    return found
-
-
-def alphabet_of(classes: Iterable[rx.CharClass]) -> Alphabet:
-    classes = list(classes)
+def alphabet_of(classes: Sequence[rx.CharClass]) -> Alphabet:
+    """The atoms of `classes` (distinct classes), and each class as a set of atoms."""
     cuts = {0, rx.MAX_CODEPOINT + 1, _SURROGATES[0], _SURROGATES[1] + 1}
     for cc in classes:
         for lo, hi in cc.ranges:
-            cuts.update((lo, hi + 1))
-    bounds = np.array(sorted(cuts), dtype=np.int64)
-    # member[c, s]: class c contains segment s = [bounds[s], bounds[s + 1]).
-    member = np.zeros((len(classes), len(bounds) - 1), dtype=bool)
+            cuts.add(lo)
+            cuts.add(hi + 1)
+    bounds = sorted(cuts)
+    index = {b: i for i, b in enumerate(bounds)}
+    # Segment s is [bounds[s], bounds[s + 1]); its signature is the set of classes holding it,
+    # found as a running XOR of each range's start and end toggles (a class's ranges are disjoint).
+    toggles = [0] * len(bounds)
     for c, cc in enumerate(classes):
+        bit = 1 << c
         for lo, hi in cc.ranges:
-            member[c, np.searchsorted(bounds, lo) : np.searchsorted(bounds, hi + 1)] = True
-    member[:, np.searchsorted(bounds, _SURROGATES[0])] = False
-    segments = np.flatnonzero(member.any(axis=0))
-    signatures, atom_of_segment = np.unique(
-        np.packbits(member[:, segments], axis=0).T, axis=0, return_inverse=True
-    )
-    atom_ranges = tuple(
-        rx.char_class(
-            [(int(bounds[s]), int(bounds[s + 1]) - 1) for s in segments[atom_of_segment.ravel() == a]]
-        ).ranges
-        for a in range(len(signatures))
-    )
-    atom_classes = np.unpackbits(signatures, axis=1, count=len(classes)).astype(bool)
-    class_atoms = {cc: tuple(np.flatnonzero(atom_classes[:, c]).tolist()) for c, cc in enumerate(classes)}
-    return Alphabet(atom_ranges, class_atoms)
+            toggles[index[lo]] ^= bit
+            toggles[index[hi + 1]] ^= bit
+    surrogates = index[_SURROGATES[0]]
+    atom_of: dict[int, int] = {}
+    ranges: list[list[tuple[int, int]]] = []
+    signature = 0
+    for s in range(len(bounds) - 1):
+        signature ^= toggles[s]
+        if not signature or s == surrogates:
+            continue
+        atom = atom_of.get(signature)
+        lo, hi = bounds[s], bounds[s + 1] - 1
+        if atom is None:
+            atom_of[signature] = len(ranges)
+            ranges.append([(lo, hi)])
+        else:
+            spans = ranges[atom]
+            if spans[-1][1] + 1 == lo:
+                spans[-1] = (spans[-1][0], hi)
+            else:
+                spans.append((lo, hi))
+    masks = [0] * len(classes)
+    for signature, atom in atom_of.items():
+        while signature:
+            low = signature & -signature
+            signature ^= low
+            masks[low.bit_length() - 1] |= 1 << atom
+    return Alphabet(tuple(map(tuple, ranges)), tuple(masks))

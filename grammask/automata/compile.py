@@ -1,22 +1,26 @@
 """`compile_regex`: regex syntax tree → minimal `ByteDFA`, with size limits and a cache.
 
-Pipeline: the alphabet of atoms the regex's classes distinguish (`alphabet`) → Thompson NFA over
-characters (`nfa`) → subset construction over atoms (`determinise`) → Hopcroft minimisation and
-canonical numbering (`minimise`) → UTF-8 byte tries, hash-consed (`expand`). Working over
-characters rather than bytes keeps the automata that are determinised and minimised small: a
-character class costs one column however many UTF-8 byte ranges it spans.
+Pipeline: Thompson NFA over characters, built backwards so that equal subtrees before equal
+continuations are built once (`nfa`) → the alphabet of atoms its classes distinguish
+(`alphabet`) → subset construction over atoms, with state sets and atom sets as int bitsets
+(`determinise`) → Hopcroft minimisation (`minimise`) → UTF-8 byte tries, hash-consed (`expand`).
+Working over characters rather than bytes keeps the automata that are determinised and minimised
+small: a character class costs one column however many UTF-8 byte ranges it spans. Character
+states are numbered breadth first from the start, each state's targets taken by lowest code
+point, and byte states follow them: the result is the same for equal languages.
 """
 
 from __future__ import annotations
 
+import gc
 from functools import lru_cache
 
-from grammask.automata.alphabet import alphabet_of, classes_of
+from grammask.automata.alphabet import alphabet_of
 from grammask.automata.determinise import determinise
 from grammask.automata.dfa import ByteDFA
 from grammask.automata.expand import expand_utf8
 from grammask.automata.minimise import minimise
-from grammask.automata.nfa import build_nfa
+from grammask.automata.nfa import NFABuilder
 from grammask.errors import GrammarError
 from grammask.ir import regex as rx
 from grammask.limits import DEFAULT_LIMITS, Limits
@@ -39,7 +43,20 @@ def compile_regex(node: rx.RegexNode, *, limits: Limits = DEFAULT_LIMITS) -> Byt
 
 @lru_cache(maxsize=256)
 def _compile(node: rx.RegexNode, limits: Limits) -> ByteDFA:
-    tree_size = rx.size(node)
+    # Compiling allocates many small containers and frees them all at the end; pausing the
+    # cyclic collector meanwhile saves its passes over the whole heap (10-20% of the time).
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _build(node, limits)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _build(node: rx.RegexNode, limits: Limits) -> ByteDFA:
+    builder = NFABuilder(node)
+    tree_size = builder.size
     if tree_size > limits.max_regex_size:
         raise GrammarError(
             f"regex too large: its syntax tree has {tree_size} nodes with repeats expanded, "
@@ -51,11 +68,11 @@ def _compile(node: rx.RegexNode, limits: Limits) -> ByteDFA:
             f"regex needs a DFA with more than limits.max_dfa_states={limits.max_dfa_states} states"
         )
 
-    alphabet = alphabet_of(classes_of(node))
-    table, accepting, start = determinise(
-        build_nfa(node), alphabet, _SUBSET_SLACK * limits.max_dfa_states + 2, too_many_states
-    )
-    table, accepting = minimise(table, accepting, start)
-    if len(table) > limits.max_dfa_states:
+    nfa = builder.build()
+    alphabet = alphabet_of(nfa.classes)
+    rows, accepting = determinise(nfa, alphabet, _SUBSET_SLACK * limits.max_dfa_states + 2, too_many_states)
+    rows, accepting = minimise(rows, accepting)
+    if len(rows) > limits.max_dfa_states:
         raise too_many_states()
-    return expand_utf8(table, accepting, alphabet.atom_ranges, limits.max_dfa_states, too_many_states)
+    return expand_utf8(rows, accepting, alphabet.atom_ranges, limits.max_dfa_states, too_many_states)
+

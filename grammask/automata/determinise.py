@@ -1,91 +1,169 @@
-"""Character NFA → DFA over alphabet atoms, by subset construction.
+"""Character NFA → DFA over alphabet atoms, by subset construction over bitsets.
 
 A DFA state is the set of "important" NFA states (those with a character edge, plus the final
-state) reachable by epsilon moves; the empty set is the dead state 0. Each new state's row is
-built column by column from its members' rows, with a memo from target columns to DFA states so
-that the many states sharing a column shape cost one dictionary lookup per atom.
+state) reachable by epsilon moves, held as a Python int with one bit per important state; the
+empty set is the dead state 0. Sets of atoms are ints too (bit `a` for atom `a`).
+
+A state's successors are found per character class rather than per atom: members reading the
+same class are merged first, and where the classes of a state's members do not overlap (the
+common case: a literal, a string body, a digit run) each class gives one target directly.
+Only overlapping classes are refined into their atom-level intersections.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
-
 from grammask.automata.alphabet import Alphabet
 from grammask.automata.nfa import CharNFA
 
-__all__ = ["determinise"]
+__all__ = ["SparseRow", "determinise"]
+
+#: A state's transitions: (target state, atom set) pairs with disjoint, non-empty atom sets;
+#: atoms in none of them lead to the dead state 0.
+SparseRow = list[tuple[int, int]]
 
 
 def determinise(
     nfa: CharNFA, alphabet: Alphabet, max_states: int, on_overflow: Callable[[], Exception]
-) -> tuple[np.ndarray, np.ndarray, int]:
-    """(table int32 [n, atoms], accepting bool [n], start); raises `on_overflow()` as soon as
+) -> tuple[list[SparseRow], list[bool]]:
+    """(rows, accepting) with dead = 0 and start = 1, other states in order of discovery
+    (breadth first, targets of a state by lowest atom); raises `on_overflow()` as soon as
     more than `max_states` states exist."""
     labels, targets, eps, final = nfa.labels, nfa.targets, nfa.eps, nfa.final
-    n_atoms = alphabet.size
-    closures: dict[int, frozenset[int]] = {}
+    class_masks = alphabet.class_masks
+    n = len(labels)
+    # Important NFA states get bits in state order: the atom set each reads (0 for the final
+    # state) and the closure of its edge's target (filled in below).
+    own = [0] * n
+    bit_mask: list[int] = []
+    bit_target: list[int] = []
+    for s in range(n):
+        label = labels[s]
+        if label >= 0 or s == final:
+            own[s] = 1 << len(bit_mask)
+            bit_mask.append(class_masks[label] if label >= 0 else 0)
+            bit_target.append(targets[s])
+    # Epsilon closures as bitsets. The NFA is built backwards, so epsilon edges lead to lower
+    # states except from a loop's hub into its body: ascending passes, repeated over the states
+    # left waiting for a hub, do all but epsilon cycles (bodies that match the empty string),
+    # which a search does when needed.
+    closures: list[int | None] = [None] * n
+    waiting = range(n)
+    while waiting:
+        left = []
+        for s in waiting:
+            bits = own[s]
+            for t in eps[s]:
+                sub = closures[t]
+                if sub is None:
+                    left.append(s)
+                    break
+                bits |= sub
+            else:
+                closures[s] = bits
+        if len(left) == len(waiting):
+            break
+        waiting = left
 
-    def closure(state: int) -> frozenset[int]:
-        found = closures.get(state)
+    def closure(state: int) -> int:
+        found = closures[state]
         if found is None:
-            seen, stack, keep = {state}, [state], []
-            while stack:
-                s = stack.pop()
-                if labels[s] is not None or s == final:
-                    keep.append(s)
-                for t in eps[s]:
-                    if t not in seen:
-                        seen.add(t)
-                        stack.append(t)
-            found = closures[state] = frozenset(keep)
+            found = closures[state] = _search(state, eps, closures, own)
         return found
 
-    rows: dict[int, list[int]] = {}
+    bit_next = [closure(t) if t >= 0 else 0 for t in bit_target]
 
-    def row(state: int) -> list[int]:
-        """NFA target of `state` for each atom (-1: none)."""
-        found = rows.get(state)
+    ids: dict[int, int] = {0: 0}
+    sets: list[int] = [0]
+
+    def intern(bits: int) -> int:
+        found = ids.get(bits)
         if found is None:
-            found = rows[state] = [-1] * n_atoms
-            label = labels[state]
-            if label is not None:
-                for atom in alphabet.class_atoms[label]:
-                    found[atom] = targets[state]
-        return found
-
-    ids: dict[frozenset[int], int] = {frozenset(): 0}
-    sets: list[frozenset[int]] = [frozenset()]
-
-    def intern(states: frozenset[int]) -> int:
-        found = ids.get(states)
-        if found is None:
-            found = ids[states] = len(sets)
-            sets.append(states)
+            found = ids[bits] = len(sets)
+            sets.append(bits)
             if len(sets) > max_states:
                 raise on_overflow()
         return found
 
-    # Column of NFA targets (an int for one-member sets, a tuple otherwise) → DFA state.
-    memo: dict[object, int] = {-1: 0}
-
-    def target(column: object) -> int:
-        if isinstance(column, int):
-            states = closure(column)
-        else:
-            states = frozenset().union(*[closure(t) for t in column if t >= 0])
-        found = memo[column] = intern(states)
-        return found
-
-    start = intern(closure(nfa.start))
-    table: list[list[int]] = [[0] * n_atoms]
-    get = memo.get
+    intern(closure(nfa.start))
+    final_bit = own[final]
+    rows: list[SparseRow] = [[]]
+    accepting = [False]
     i = 1
     while i < len(sets):
         members = sets[i]
-        columns = row(next(iter(members))) if len(members) == 1 else zip(*[row(s) for s in members])
-        table.append([t if (t := get(c)) is not None else target(c) for c in columns])
         i += 1
-    accepting = np.array([final in s for s in sets], dtype=bool)
-    return np.array(table, dtype=np.int32).reshape(len(sets), n_atoms), accepting, start
+        accepting.append(bool(members & final_bit))
+        # Members grouped by the atom set they read: atom set → union of target closures.
+        groups: dict[int, int] = {}
+        while members:
+            low = members & -members
+            members ^= low
+            b = low.bit_length() - 1
+            mask = bit_mask[b]
+            if mask:
+                groups[mask] = groups.get(mask, 0) | bit_next[b]
+        if len(groups) > 1:
+            groups = _disjoint(groups)
+            # Targets by lowest atom, so that states are discovered breadth first by atom.
+            rows.append([(ids.get(bits) or intern(bits), mask) for mask, bits in sorted(groups.items(), key=_lowest)])
+        else:
+            rows.append([(ids.get(bits) or intern(bits), mask) for mask, bits in groups.items()])
+    return rows, accepting
+
+
+def _lowest(edge: tuple[int, int]) -> int:
+    return edge[0] & -edge[0]
+
+
+def _disjoint(groups: dict[int, int]) -> dict[int, int]:
+    """The same transitions as (atom set → target) with pairwise disjoint atom sets and distinct
+    targets: atoms in several classes go to the union of their targets."""
+    pieces = groups
+    union = 0
+    for mask in groups:
+        if union & mask:
+            pieces = {}
+            break
+        union |= mask
+    if not pieces:
+        # Refine into the atom sets that every class contains or avoids.
+        pieces = {}
+        for mask, bits in groups.items():
+            new: dict[int, int] = {}
+            rest = mask
+            for piece, piece_bits in pieces.items():
+                common = piece & mask
+                if common:
+                    new[common] = piece_bits | bits
+                    rest &= ~piece
+                    if common != piece:
+                        new[piece & ~mask] = piece_bits
+                else:
+                    new[piece] = piece_bits
+            if rest:
+                new[rest] = bits
+            pieces = new
+    merged: dict[int, int] = {}
+    for piece, bits in pieces.items():
+        merged[bits] = merged.get(bits, 0) | piece
+    return {mask: bits for bits, mask in merged.items()}
+
+
+def _search(state: int, eps: list[list[int]], closures: list[int | None], own: list[int]) -> int:
+    """Closure of `state` by a full search (for epsilon cycles: loops over nullable bodies)."""
+    bits = 0
+    seen, stack = {state}, [state]
+    while stack:
+        s = stack.pop()
+        done = closures[s]
+        if done is not None:
+            bits |= done
+            continue
+        bits |= own[s]
+        for t in eps[s]:
+            if t not in seen:
+                seen.add(t)
+                stack.append(t)
+    return bits

@@ -13,12 +13,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import chain
+from operator import itemgetter
 
 import numpy as np
 
+from grammask.automata.determinise import SparseRow
 from grammask.automata.dfa import ByteDFA
 from grammask.automata.utf8 import utf8_sequences
-from grammask.ir import regex as rx
 
 __all__ = ["expand_utf8"]
 
@@ -30,77 +32,102 @@ _State = tuple[_Ranges, tuple[int, ...]]
 @dataclass(frozen=True)
 class _Template:
     """The trie reading one character, over slots (one per target). A ref indexes an environment
-    holding the slots' targets, then the states made for `nodes` in order (children first)."""
+    holding the slots' targets, then the states made for `nodes` in order (children first).
 
-    nodes: tuple[tuple[_Ranges, tuple[int, ...]], ...]
+    Each node is (ranges, id of ranges, getter of its children from the environment): the id
+    keeps hash-consing keys cheap, and the getter returns a bare target for one-range nodes."""
+
+    nodes: tuple[tuple[_Ranges, int, itemgetter], ...]
     root: tuple[_Ranges, tuple[int, ...]]
 
 
+#: Byte range tuples of template nodes → small ids, for cheap hash-consing keys.
+_RANGE_IDS: dict[_Ranges, int] = {}
+
+
 def expand_utf8(
-    table: np.ndarray,
-    accepting: np.ndarray,
+    rows: list[SparseRow],
+    accepting: list[bool],
     atom_ranges: tuple[_Ranges, ...],
     max_states: int,
     on_overflow: Callable[[], Exception],
 ) -> ByteDFA:
-    """Byte DFA of a character DFA (table int [n, atoms] with dead = 0, start = 1); character
-    state i keeps number i. Raises `on_overflow()` past `max_states` byte states."""
-    n_chars = table.shape[0]
+    """Byte DFA of a character DFA (sparse rows over atom bitmasks, each sorted by lowest atom;
+    dead = 0, start = 1); character state i keeps number i. Atoms must be numbered in order of
+    their lowest code point. Raises `on_overflow()` past `max_states` byte states."""
+    n_chars = len(rows)
     states: list[_State] = [((), ())] * n_chars
-    made: dict[_State, int] = {}
-    # Row shape (each atom labelled by its target's order of first appearance) → template and
-    # the label of each of its slots.
-    shapes: dict[tuple[int, ...], tuple[_Template, tuple[int, ...]]] = {}
-    for state, row in enumerate(table.tolist()):
-        labels: dict[int, int] = {}
-        shape = tuple(labels.setdefault(t, len(labels)) if t else -1 for t in row)
-        if not labels:
+    made: dict[tuple[int, object], int] = {}
+    # Row shape (the atom sets of its edges) → template; slots are the edges in row order.
+    shapes: dict[tuple[int, ...], _Template] = {}
+    ranger = _Ranger(atom_ranges)
+    for state, row in enumerate(rows):
+        if not row:
             continue
-        found = shapes.get(shape)
-        if found is None:
-            found = shapes[shape] = _shape_template(shape, len(labels), atom_ranges)
-        template, slot_labels = found
-        by_label = list(labels)
-        env = [by_label[k] for k in slot_labels]
-        for ranges, refs in template.nodes:
-            key = (ranges, tuple(map(env.__getitem__, refs)))
+        shape = tuple([mask for _, mask in row])
+        template = shapes.get(shape)
+        if template is None:
+            template = shapes[shape] = _template(tuple(map(ranger, shape)))
+        env = [t for t, _ in row]
+        for ranges, rid, get in template.nodes:
+            children = get(env)
+            key = (rid, children)
             node = made.get(key)
             if node is None:
                 node = made[key] = len(states)
-                states.append(key)
+                states.append((ranges, children if type(children) is tuple else (children,)))
                 if len(states) > max_states:
                     raise on_overflow()
             env.append(node)
         ranges, refs = template.root
-        states[state] = (ranges, tuple(map(env.__getitem__, refs)))
-    extra = np.zeros(len(states) - n_chars, dtype=bool)
-    return ByteDFA(_fill(states), np.concatenate([accepting, extra]))
+        states[state] = (ranges, tuple([env[r] for r in refs]))
+    flags = np.zeros(len(states), dtype=bool)
+    flags[:n_chars] = accepting
+    return ByteDFA(_fill(states), flags)
+
+
+class _Ranger:
+    """Code point ranges of an atom set (disjoint, sorted, adjacent ranges merged)."""
+
+    def __init__(self, atom_ranges: tuple[_Ranges, ...]) -> None:
+        self.atom_ranges = atom_ranges
+
+    def __call__(self, mask: int) -> _Ranges:
+        low = mask & -mask
+        if low == mask:
+            return self.atom_ranges[low.bit_length() - 1]
+        spans: list[tuple[int, int]] = []
+        while mask:
+            low = mask & -mask
+            mask ^= low
+            spans.extend(self.atom_ranges[low.bit_length() - 1])
+        spans.sort()
+        merged = [spans[0]]
+        for lo, hi in spans[1:]:
+            if merged[-1][1] + 1 == lo:
+                merged[-1] = (merged[-1][0], hi)
+            else:
+                merged.append((lo, hi))
+        return tuple(merged)
 
 
 def _fill(states: list[_State]) -> np.ndarray:
-    """int32 [n, 256] transition table: each range's target written as a step of a running sum."""
-    counts = np.array([len(children) for _, children in states], dtype=np.int64)
-    bounds = np.array([r for ranges, _ in states for r in ranges], dtype=np.int64).reshape(-1, 2)
-    targets = np.array([c for _, children in states for c in children], dtype=np.int32)
-    rows = np.repeat(np.arange(len(states)), counts)
-    steps = np.zeros((len(states), 257), dtype=np.int32)
-    steps[rows, bounds[:, 0]] = targets
-    steps[rows, bounds[:, 1] + 1] -= targets  # ends are distinct, though one may meet a start
-    return np.cumsum(steps[:, :256], axis=1, dtype=np.int32)
-
-
-def _shape_template(
-    shape: tuple[int, ...], n_labels: int, atom_ranges: tuple[_Ranges, ...]
-) -> tuple[_Template, tuple[int, ...]]:
-    """The template for a row shape, and the label each of its slots stands for."""
-    grouped: list[list[tuple[int, int]]] = [[] for _ in range(n_labels)]
-    for atom, label in enumerate(shape):
-        if label >= 0:
-            grouped[label].extend(atom_ranges[atom])
-    ranges = [rx.char_class(g).ranges for g in grouped]
-    # Canonical slot order (by lowest code point), so that equal partitions share one template.
-    order = tuple(sorted(range(n_labels), key=lambda k: ranges[k][0]))
-    return _template(tuple(ranges[k] for k in order)), order
+    """int32 [n, 256] transition table: each range's target written as a step of a running sum,
+    summed in place (one allocation: a fresh array costs more in page faults than the sum)."""
+    n = len(states)
+    counts = [len(children) for _, children in states]
+    bounds = np.fromiter(
+        chain.from_iterable(chain.from_iterable(ranges for ranges, _ in states)), dtype=np.int64
+    ).reshape(-1, 2)
+    targets = np.fromiter(chain.from_iterable(children for _, children in states), dtype=np.int32)
+    starts = np.repeat(np.arange(0, n * 256, 256, dtype=np.int64), counts)
+    table = np.zeros((n, 256), dtype=np.int32)
+    flat = table.reshape(-1)
+    flat[starts + bounds[:, 0]] = targets
+    inside = bounds[:, 1] < 255  # ends are distinct, though one may meet a start
+    flat[starts[inside] + bounds[inside, 1] + 1] -= targets[inside]
+    np.cumsum(table, axis=1, out=table)
+    return table
 
 
 @lru_cache(maxsize=1024)
@@ -129,4 +156,10 @@ def _template(slot_ranges: tuple[_Ranges, ...]) -> _Template:
         return tuple(ranges), tuple(refs)
 
     root = build(seqs)
-    return _Template(tuple(nodes), root)
+    return _Template(
+        tuple(
+            (ranges, _RANGE_IDS.setdefault(ranges, len(_RANGE_IDS)), itemgetter(*refs))
+            for ranges, refs in nodes
+        ),
+        root,
+    )

@@ -1,78 +1,154 @@
 """DFA minimisation (Hopcroft's partition refinement) and canonical renumbering.
 
-Works on character-level tables over alphabet atoms (`determinise`'s output). All states that
-cannot reach an accepting state share the dead state's right language (the empty one), so they
-end up merged into state 0 with no separate pass.
+Works on `determinise`'s sparse rows: per state, (target, atom set) pairs with atom sets held as
+int bitmasks. States that cannot reach an accepting state all have the empty right language: they
+start (and stay) in one block with the dead state and are never used as splitters, so the many
+edges into the dead state cost nothing.
+
+Refinement splits by a block B with all letters at once: a state's signature is the set of atoms
+leading into B, and each block splits into its groups of equal signature (untouched states form
+one more group). A block waiting to be used as a splitter puts all its new pieces on the stack;
+any other block puts all pieces but its largest. The work per splitter is proportional to the
+edges into it, whatever the number of atoms.
 """
 
 from __future__ import annotations
 
-import numpy as np
+from grammask.automata.determinise import SparseRow
 
 __all__ = ["minimise"]
 
 
-def minimise(table: np.ndarray, accepting: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray]:
-    """Minimal equivalent of a DFA whose state 0 is dead: (table, accepting), with dead = 0 and
-    start = 1, other states numbered in order of first appearance in `table`.
+def minimise(rows: list[SparseRow], accepting: list[bool]) -> tuple[list[SparseRow], list[bool]]:
+    """Minimal equivalent of a DFA with dead = 0 and start = 1 whose states are all reachable
+    and numbered breadth first (targets of a state taken by lowest atom), as `determinise`
+    numbers them: (rows, accepting), numbered the same way."""
+    n = len(rows)
+    preds: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+    for s, row in enumerate(rows):
+        for t, mask in row:
+            preds[t].append((s, mask))
+    # Live states: those from which an accepting state can be reached.
+    live = list(accepting)
+    stack = [s for s in range(n) if live[s]]
+    while stack:
+        for s, _ in preds[stack.pop()]:
+            if not live[s]:
+                live[s] = True
+                stack.append(s)
+    if not live[1]:
+        return [[], []], [False, False]
+    block_of = _refine(preds, accepting, live)
+    return _quotient(rows, accepting, block_of)
 
-    `table` is int [n, n_atoms]; the result keeps the columns.
-    """
-    block_of = _refine(table, accepting)
-    dead, first = block_of[0], block_of[start]
-    n_blocks = int(block_of.max()) + 1
-    if first == dead:
-        return np.zeros((2, table.shape[1]), dtype=np.int32), np.zeros(2, dtype=bool)
-    # Canonical order: dead, start, then by the lowest-numbered member state.
-    lowest = np.full(n_blocks, table.shape[0], dtype=np.int64)
-    np.minimum.at(lowest, block_of, np.arange(table.shape[0]))
-    lowest[dead], lowest[first] = -2, -1
-    order = np.argsort(lowest, kind="stable")
-    rank = np.empty(n_blocks, dtype=np.int32)
-    rank[order] = np.arange(n_blocks, dtype=np.int32)
-    members = lowest.copy()
-    members[dead], members[first] = 0, start
-    reps = members[order]
-    return rank[block_of[table[reps]]], accepting[reps]
 
-
-def _refine(table: np.ndarray, accepting: np.ndarray) -> np.ndarray:
-    """Hopcroft: int [n] block of each state in the coarsest partition compatible with `table`."""
-    n, n_classes = table.shape
-    # Inverse transitions per class in CSR form: predecessors of t are sources[ptr[t]:ptr[t + 1]].
-    inverse = []
-    for c in range(n_classes):
-        col = table[:, c]
-        order = np.argsort(col, kind="stable")
-        ptr = np.searchsorted(col[order], np.arange(n + 1))
-        inverse.append((order.tolist(), ptr.tolist()))
-    block_of = accepting.astype(np.int64).tolist()
-    blocks = [{s for s in range(n) if not block_of[s]}, {s for s in range(n) if block_of[s]}]
-    if not blocks[1]:
-        return np.zeros(n, dtype=np.int64)
-    pending = {0 if len(blocks[0]) <= len(blocks[1]) else 1}
+def _refine(preds: list[list[tuple[int, int]]], accepting: list[bool], live: list[bool]) -> list[int]:
+    """Block of each state in the coarsest partition compatible with the transitions."""
+    n = len(preds)
+    # Blocks: 0 = not live (the dead state's), 1 = accepting, 2 = live and not accepting.
+    block_of = [(2 - accepting[s]) if live[s] else 0 for s in range(n)]
+    blocks: list[set[int]] = [set(), set(), set()]
+    for s in range(n):
+        blocks[block_of[s]].add(s)
+    # Edges between live states only: the not-live block never splits, and it need not serve as
+    # a splitter (Hopcroft may leave out any one initial block: in a complete DFA the preimages
+    # of the others determine its preimage).
+    if len(blocks[0]) > 1:
+        preds = [[(s, m) for s, m in p if live[s]] if live[t] else [] for t, p in enumerate(preds)]
+    pending = [b for b in (1, 2) if blocks[b]]
+    waiting = [False, bool(blocks[1]), bool(blocks[2])]
     while pending:
-        splitter = list(blocks[pending.pop()])
-        for sources, ptr in inverse:
-            touched: dict[int, list[int]] = {}
-            for t in splitter:
-                for s in sources[ptr[t] : ptr[t + 1]]:
-                    b = block_of[s]
-                    if b in touched:
-                        touched[b].append(s)
-                    else:
-                        touched[b] = [s]
-            for b, inside in touched.items():
-                block = blocks[b]
-                if len(inside) == len(block):
+        splitter = pending.pop()
+        waiting[splitter] = False
+        signature: dict[int, int] = {}
+        get = signature.get
+        for t in blocks[splitter]:
+            for s, mask in preds[t]:
+                signature[s] = get(s, 0) | mask
+        groups: dict[tuple[int, int], list[int]] = {}
+        for s, sig in signature.items():
+            key = (block_of[s], sig)
+            group = groups.get(key)
+            if group is None:
+                groups[key] = [s]
+            else:
+                group.append(s)
+        by_block: dict[int, list[list[int]]] = {}
+        for (b, _), group in groups.items():
+            found = by_block.get(b)
+            if found is None:
+                by_block[b] = [group]
+            else:
+                found.append(group)
+        for b, pieces in by_block.items():
+            block = blocks[b]
+            if len(block) == sum(map(len, pieces)):
+                if len(pieces) == 1:
                     continue
+                # The largest piece keeps the block's number.
+                pieces.sort(key=len)
+                pieces.pop()
+            for piece in pieces:
+                block.difference_update(piece)
                 new = len(blocks)
-                block.difference_update(inside)
-                blocks.append(set(inside))
-                for s in inside:
+                blocks.append(set(piece))
+                for s in piece:
                     block_of[s] = new
-                if b in pending or len(inside) <= len(block):
-                    pending.add(new)
-                else:
-                    pending.add(b)
-    return np.asarray(block_of, dtype=np.int64)
+            if waiting[b]:
+                pending.extend(range(len(blocks) - len(pieces), len(blocks)))
+                waiting.extend([True] * len(pieces))
+                continue
+            # All pieces but the largest (the remainder counts as a piece).
+            sizes = [len(block), *map(len, pieces)]
+            skip = sizes.index(max(sizes))
+            if skip:
+                pending.append(b)
+                waiting[b] = True
+            first = len(blocks) - len(pieces)
+            for k in range(len(pieces)):
+                waiting.append(k + 1 != skip)
+                if k + 1 != skip:
+                    pending.append(first + k)
+    return block_of
+
+
+def _quotient(
+    rows: list[SparseRow], accepting: list[bool], block_of: list[int]
+) -> tuple[list[SparseRow], list[bool]]:
+    """The automaton of the blocks, each numbered as its lowest state. Numbering states breadth
+    first numbers blocks breadth first too: a block's later states only lead to blocks that its
+    first state already led to."""
+    n = len(rows)
+    dead = block_of[0]
+    number: dict[int, int] = {dead: 0}
+    reps: list[int] = [0]
+    for s, b in enumerate(block_of):
+        if b not in number:
+            number[b] = len(reps)
+            reps.append(s)
+    if len(reps) == n:  # already minimal
+        return rows, accepting
+    out_rows: list[SparseRow] = [[]]
+    for s in reps[1:]:
+        row = []
+        merged = False
+        seen: dict[int, int] = {}
+        for t, mask in rows[s]:
+            b = block_of[t]
+            if b == dead:
+                continue
+            k = seen.get(b)
+            if k is None:
+                seen[b] = len(row)
+                row.append((number[b], mask))
+            else:
+                row[k] = (row[k][0], row[k][1] | mask)
+                merged = True
+        if merged:
+            row.sort(key=_lowest_atom)
+        out_rows.append(row)
+    return out_rows, [accepting[s] for s in reps]
+
+
+def _lowest_atom(edge: tuple[int, int]) -> int:
+    return edge[1] & -edge[1]

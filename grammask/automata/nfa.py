@@ -1,8 +1,17 @@
-"""Regex syntax tree → character-level NFA (Thompson's construction).
+"""Regex syntax tree → character-level NFA (Thompson's construction, built backwards and shared).
 
 Each occurrence of a character class is one state with one edge reading that class; sequences,
-choices and repeats join them with epsilon edges. Bounded repeats are expanded into copies,
-nested so that `x{0,n}` never puts more than two copies' entries in one epsilon closure.
+choices and repeats join them with epsilon edges. The automaton is built from the end: a node is
+built *in front of* a continuation state, so a node that occurs twice with the same continuation
+(the branches of a choice that all end in the same string-character loop, say) is built once.
+Front-ends produce such trees all the time, and sharing keeps the subset automaton close to the
+minimal one instead of distinguishing identical copies. Nodes are compared structurally through
+canonical ids, computed once per node object (no deep hashing or comparing of subtrees). The
+numbering puts nearly every epsilon edge from a higher state to a lower one (only a loop's hub
+points into its body), which `determinise` uses to compute closures in one ascending pass.
+
+Bounded repeats are expanded into copies, nested so that `x{0,n}` never puts more than two
+copies' entries in one epsilon closure.
 """
 
 from __future__ import annotations
@@ -11,74 +20,138 @@ from dataclasses import dataclass, field
 
 from grammask.ir import regex as rx
 
-__all__ = ["CharNFA", "build_nfa"]
+__all__ = ["CharNFA", "NFABuilder", "build_nfa"]
 
 
 @dataclass
 class CharNFA:
-    """Per state: the class its one character edge reads (None: no edge), that edge's target,
-    and epsilon edges."""
+    """Per state: the class its one character edge reads (an index into `classes`, -1: no
+    edge), that edge's target, and epsilon edges. `classes` are the distinct classes read."""
 
-    labels: list[rx.CharClass | None] = field(default_factory=list)
+    labels: list[int] = field(default_factory=list)
     targets: list[int] = field(default_factory=list)
     eps: list[list[int]] = field(default_factory=list)
+    classes: list[rx.CharClass] = field(default_factory=list)
     start: int = 0
     final: int = 0
 
-    def new_state(self) -> int:
-        self.labels.append(None)
-        self.targets.append(-1)
-        self.eps.append([])
-        return len(self.eps) - 1
-
 
 def build_nfa(node: rx.RegexNode) -> CharNFA:
-    nfa = CharNFA()
-    nfa.start, nfa.final = _build(nfa, node)
-    return nfa
+    return NFABuilder(node).build()
 
 
-def _build(nfa: CharNFA, node: rx.RegexNode) -> tuple[int, int]:
-    """Add `node`'s states; return its (entry, exit) states."""
-    if isinstance(node, rx.CharClass):
-        entry, exit_ = nfa.new_state(), nfa.new_state()
-        nfa.labels[entry], nfa.targets[entry] = node, exit_
-        return entry, exit_
-    if isinstance(node, rx.Concat):
-        entry, cur = _build(nfa, node.items[0])
-        for item in node.items[1:]:
-            a, b = _build(nfa, item)
-            nfa.eps[cur].append(a)
-            cur = b
-        return entry, cur
-    if isinstance(node, rx.Alt):
-        entry, exit_ = nfa.new_state(), nfa.new_state()
-        for item in node.items:
-            a, b = _build(nfa, item)
-            nfa.eps[entry].append(a)
-            nfa.eps[b].append(exit_)
-        return entry, exit_
-    inner = node.item
-    if isinstance(inner, rx.Repeat) and inner.min <= 1:
-        # (x{0|1,b}){m,n} is x{m·min, n·b}: same counts, and no epsilon closures spanning copies.
-        high = None if inner.max is None or node.max is None else inner.max * node.max
-        return _build(nfa, rx.repeat(inner.item, node.min * inner.min, high))
-    entry = cur = nfa.new_state()
-    for _ in range(node.min):
-        a, b = _build(nfa, node.item)
-        nfa.eps[cur].append(a)
-        cur = b
-    if node.max is None:
-        hub = nfa.new_state()
-        a, b = _build(nfa, node.item)
-        nfa.eps[cur].append(hub)
-        nfa.eps[hub].append(a)
-        nfa.eps[b].append(hub)
-        return entry, hub
-    exit_ = nfa.new_state()
-    for _ in range(node.max - node.min):
-        a, b = _build(nfa, node.item)
-        nfa.eps[cur] += (exit_, a)
-        cur = b
-    nfa.eps[cur].append(exit_)
-    return entry, exit_
+class NFABuilder:
+    """Builds the NFA of one tree; `size` (the tree's `rx.size`) is known before building."""
+
+    def __init__(self, root: rx.RegexNode) -> None:
+        self.root = root
+        # id(node) → canonical id, for every node object of the tree (kept alive by the root,
+        # or by `made` for nodes made while building); per canonical id, its `rx.size`.
+        self.cid: dict[int, int] = {}
+        self.sizes: list[int] = []
+        self.keys: dict[tuple, int] = {}
+        self.made: list[rx.RegexNode] = []
+        self._canon(root)
+
+    @property
+    def size(self) -> int:
+        return self.sizes[self.cid[id(self.root)]]
+
+    def _canon(self, root: rx.RegexNode) -> int:
+        """Canonical id (equal trees, equal ids) of `root`, and of all its nodes, with sizes."""
+        cid, sizes, keys = self.cid, self.sizes, self.keys
+
+        def canon(node: rx.RegexNode) -> int:
+            found = cid.get(id(node))
+            if found is not None:
+                return found
+            if isinstance(node, rx.CharClass):
+                key: tuple = (node.ranges,)
+                size = 1
+            elif isinstance(node, rx.Repeat):
+                item = canon(node.item)
+                key = (item, node.min, node.max)
+                copies = max(node.min, 1) if node.max is None else max(node.max, 1)
+                size = 1 + copies * sizes[item]
+            else:
+                items = tuple([canon(i) for i in node.items])
+                key = (isinstance(node, rx.Concat), items)
+                size = 1 + sum([sizes[i] for i in items])
+            found = keys.get(key)
+            if found is None:
+                found = keys[key] = len(sizes)
+                sizes.append(size)
+            cid[id(node)] = found
+            return found
+
+        return canon(root)
+
+    def build(self) -> CharNFA:
+        nfa = CharNFA()
+        labels, targets, eps, classes = nfa.labels, nfa.targets, nfa.eps, nfa.classes
+        cid = self.cid
+        built: dict[tuple[int, int], int] = {}  # (canonical id, continuation) → entry state
+        class_index: dict[int, int] = {}  # canonical id of a class → its index in `classes`
+
+        def new_state() -> int:
+            labels.append(-1)
+            targets.append(-1)
+            eps.append([])
+            return len(eps) - 1
+
+        def build(node: rx.RegexNode, cont: int) -> int:
+            """Add `node`'s states in front of state `cont`; return its entry state."""
+            c = cid.get(id(node))
+            if c is None:  # made while building
+                self.made.append(node)
+                c = self._canon(node)
+            key = (c, cont)
+            found = built.get(key)
+            if found is not None:
+                return found
+            if isinstance(node, rx.CharClass):
+                label = class_index.get(c)
+                if label is None:
+                    label = class_index[c] = len(classes)
+                    classes.append(node)
+                found = len(eps)
+                labels.append(label)
+                targets.append(cont)
+                eps.append([])
+            elif isinstance(node, rx.Concat):
+                for item in reversed(node.items):
+                    cont = build(item, cont)
+                found = cont
+            elif isinstance(node, rx.Alt):
+                entries = [build(item, cont) for item in node.items]
+                found = new_state()
+                eps[found] = entries
+            else:
+                found = build_repeat(node, cont)
+            built[key] = found
+            return found
+
+        def build_repeat(node: rx.Repeat, cont: int) -> int:
+            inner = node.item
+            if isinstance(inner, rx.Repeat) and inner.min <= 1:
+                # (x{0|1,b}){m,n} is x{m·min, n·b}: same counts, and no epsilon closures
+                # spanning copies.
+                high = None if inner.max is None or node.max is None else inner.max * node.max
+                return build(rx.repeat(inner.item, node.min * inner.min, high), cont)
+            if node.max is None:
+                hub = cur = new_state()
+                eps[hub] = [build(inner, hub), cont]
+            else:
+                cur = cont
+                for _ in range(node.max - node.min):
+                    # Either stop here, or read one more copy and decide again after it.
+                    entry = build(inner, cur)
+                    cur = new_state()
+                    eps[cur] = [cont, entry]
+            for _ in range(node.min):
+                cur = build(inner, cur)
+            return cur
+
+        nfa.final = new_state()
+        nfa.start = build(self.root, nfa.final)
+        return nfa
