@@ -1,0 +1,48 @@
+"""`python -m grammask.bench`: both modes end to end on real data, with one engine."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grammask.bench.cli import main
+from grammask.bench.engines import engine_available
+
+MASKBENCH = Path(__file__).resolve().parents[3] / "shared" / "maskbench-dev"
+pytestmark = pytest.mark.skipif(not engine_available("llguidance"), reason="needs llguidance")
+
+
+def test_grammars_mode(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["grammars", "--engines", "llguidance", "--only", "uuid", "chess"]) == 0
+    out = capsys.readouterr().out
+    assert "- llguidance: " in out and "| llguidance | " in out
+    assert "| uuid " in out and "| chess " in out and "| ok " in out
+
+
+@pytest.mark.skipif(not MASKBENCH.is_dir(), reason="no ../shared/maskbench-dev")
+def test_jsonschema_mode_writes_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out_file = tmp_path / "results.json"
+    argv = ["jsonschema", str(MASKBENCH), "--engines", "llguidance", "--filter", "BFCL_sql", "--limit", "3"]
+    assert main([*argv, "--json-out", str(out_file)]) == 0
+    out = capsys.readouterr().out
+    assert "| BFCL_sql " in out and "TTFM" in out and "p99.9" in out
+    payload = json.loads(out_file.read_text())
+    files = [r["file"] for r in payload["results"]]
+    assert files == ["BFCL_sql_12.json", "BFCL_sql_13.json", "BFCL_sql_22.json"]
+    assert all(r["engine"] == "llguidance" and r["passed"] for r in payload["results"])
+    assert payload["environment"]["llguidance"]
+
+
+def test_bad_arguments() -> None:
+    assert main(["grammars", "--engines", "outlines"]) == 2
+    with pytest.raises(SystemExit):
+        main(["nonsense"])
+
+
+def test_module_entry_point() -> None:
+    done = subprocess.run([sys.executable, "-m", "grammask.bench", "--help"], capture_output=True, text=True)
+    assert done.returncode == 0 and "grammars" in done.stdout and "jsonschema" in done.stdout
