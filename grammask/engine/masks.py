@@ -28,6 +28,9 @@ from grammask.vocab import TokenTrie, Vocabulary
 
 __all__ = ["MaskComputer", "TokenWalk"]
 
+#: Below this many split candidates in one group, they are checked one by one in Python.
+_FEW = 8
+
 
 @dataclass(frozen=True)
 class TokenWalk:
@@ -226,8 +229,18 @@ class MaskComputer:
         for state in np.unique(states).tolist():
             chosen = np.flatnonzero(states == state)
             made = self.parser.complete(earley_set, lexer.accepts[state])
-            ok[chosen] = self._suffix_valid(made, tokens[chosen], offsets[chosen])
+            if len(chosen) <= _FEW:
+                ok[chosen] = self._suffix_valid_few(made, tokens[chosen], offsets[chosen])
+            else:
+                ok[chosen] = self._suffix_valid(made, tokens[chosen], offsets[chosen])
         return ok
+
+    def _suffix_valid_few(self, earley_set: EarleySet, tokens: np.ndarray, offsets: np.ndarray) -> list[bool]:
+        """`_suffix_valid` for a handful of tokens: stepping the parser byte by byte is cheaper
+        than a round of array operations."""
+        parser, token_bytes = self.parser, self.vocab.token_bytes
+        config = parser.config_after_set(earley_set)
+        return [parser.step_bytes(config, token_bytes[t][o:]) is not None for t, o in zip(tokens.tolist(), offsets.tolist())]
 
     def _suffix_valid(self, earley_set: EarleySet, tokens: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """Whether each token's bytes from its offset (non-empty) can start at the fresh lexeme
