@@ -36,7 +36,6 @@ class Matcher:
         self._eos = frozenset(compiled.vocab.eos_ids)
         self._max_history = compiled.limits.max_rollback_tokens + 1
         self._history: list[Config | None] = [self._parser.initial]
-        self._eos_mask = self._masks.pack(np.isin(np.arange(compiled.vocab.size), list(self._eos)))
 
     # -- state ------------------------------------------------------------------------------------
 
@@ -71,7 +70,7 @@ class Matcher:
 
     def _mask(self) -> np.ndarray:
         config = self._config
-        return self._eos_mask if config is _FINISHED else self._masks.mask(config)
+        return self._masks.eos_mask if config is _FINISHED else self._masks.mask(config)
 
     def fill_bitmask(self, bitmask, row: int = 0) -> None:
         """Write the allowed tokens into row `row` of a packed int32 bitmask (numpy or torch).

@@ -42,21 +42,42 @@ class TokenWalk:
     split_states: np.ndarray  # ... ending in this accepting lexer state
 
 
+@dataclass(frozen=True)
+class _TrieIndex:
+    """Arrays derived from a token trie that every mask computation over it uses (built once)."""
+
+    first_child: np.ndarray  # children of node n: first_child[n]:child_end[n] (contiguous by layout)
+    child_end: np.ndarray
+    below_lo: np.ndarray  # sorted_tokens[below_lo[n]:below_hi[n]]: tokens strictly below n
+    below_hi: np.ndarray
+    end_lo: np.ndarray  # sorted_tokens[end_lo[n]:end_hi[n]]: tokens ending exactly at n
+    end_hi: np.ndarray
+    token_node: np.ndarray  # node of each token; n_nodes ("no node") for special and padding ids
+    parent: np.ndarray
+    byte: np.ndarray
+    has_below: np.ndarray
+
+
 _trie_indexes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _trie_index(trie: TokenTrie) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per node: its children's range (contiguous, as nodes are sorted by depth, parent, byte) and
-    the range in `sorted_tokens` of the tokens strictly below it. Computed once per trie."""
+def _trie_index(trie: TokenTrie) -> _TrieIndex:
     found = _trie_indexes.get(trie)
     if found is None:
         counts = np.bincount(trie.parent[1:], minlength=trie.n_nodes)
         child_end = np.cumsum(counts) + 1
-        found = (
-            child_end - counts,
-            child_end,
-            (trie.node_lo + trie.node_end_count).astype(np.int64),
-            trie.node_hi.astype(np.int64),
+        end_lo = trie.node_lo.astype(np.int64)
+        found = _TrieIndex(
+            first_child=child_end - counts,
+            child_end=child_end,
+            below_lo=end_lo + trie.node_end_count,
+            below_hi=trie.node_hi.astype(np.int64),
+            end_lo=end_lo,
+            end_hi=end_lo + trie.node_end_count,
+            token_node=np.where(trie.token_node >= 0, trie.token_node, trie.n_nodes),
+            parent=trie.parent.astype(np.int32),
+            byte=trie.byte.astype(np.int32),
+            has_below=trie.node_hi > trie.node_lo + trie.node_end_count,
         )
         _trie_indexes[trie] = found
     return found
@@ -71,14 +92,16 @@ class MaskComputer:
         self.trie = vocab.trie
         self.size = vocab.size
         self.words = (vocab.size + 31) // 32
-        self._first_child, self._child_end, self._below_lo, self._below_hi = _trie_index(self.trie)
-        self._has_below = self._below_hi > self._below_lo
-        self._end_lo = self.trie.node_lo.astype(np.int64)
-        self._end_hi = self._end_lo + self.trie.node_end_count
-        self._token_node = np.where(self.trie.token_node >= 0, self.trie.token_node, self.trie.n_nodes)
-        self._parent = self.trie.parent.astype(np.int32)
-        self._byte = self.trie.byte.astype(np.int32)
+        index = _trie_index(self.trie)
+        self._first_child, self._child_end = index.first_child, index.child_end
+        self._below_lo, self._below_hi, self._has_below = index.below_lo, index.below_hi, index.has_below
+        self._end_lo, self._end_hi, self._token_node = index.end_lo, index.end_hi, index.token_node
+        self._parent, self._byte = index.parent, index.byte
         self._eos = np.array(vocab.eos_ids, dtype=np.int64)
+        eos_only = np.zeros(self.size, dtype=bool)
+        eos_only[self._eos] = True
+        #: The mask after an end-of-sequence token: only end-of-sequence tokens (padding).
+        self.eos_mask = self.pack(eos_only)
         self._walks: dict[tuple[int, int], TokenWalk] = {}
         self._scan_masks: dict[tuple[int, int], np.ndarray] = {}
 
