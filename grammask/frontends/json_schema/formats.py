@@ -37,9 +37,11 @@ def _two(lo: int, hi: int) -> rx.RegexNode:
 
 
 def _date() -> rx.RegexNode:
-    year = _R(_DIGIT, 4, 4)
+    # Years 0001-9999: RFC 3339 allows 0000, but Python's date (and so `jsonschema`) does not.
+    year = _A(_S(_c("1-9"), _R(_DIGIT, 3, 3)), _S(_L("0"), _c("1-9"), _R(_DIGIT, 2, 2)),
+              _S(_L("00"), _c("1-9"), _DIGIT), _S(_L("000"), _c("1-9")))
     leap = _A(_S(_R(_DIGIT, 2, 2), _A(_L("04"), _L("08"), _S(_c("2468"), _c("048")), _S(_c("13579"), _c("26")))),
-              _S(_A(_S(_c("02468"), _c("048")), _S(_c("13579"), _c("26"))), _L("00")))
+              _S(_A(_S(_L("0"), _c("48")), _S(_c("2468"), _c("048")), _S(_c("13579"), _c("26"))), _L("00")))
     long_months, short_months = [1, 3, 5, 7, 8, 10, 12], [4, 6, 9, 11]
     month_day = _A(_S(_A(*(_L(f"{m:02d}") for m in long_months)), _L("-"), _two(1, 31)),
                    _S(_A(*(_L(f"{m:02d}") for m in short_months)), _L("-"), _two(1, 30)),
