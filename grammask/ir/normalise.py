@@ -122,6 +122,11 @@ class _Builder:
 
     def terminal(self, term: Terminal) -> int:
         if term not in self.terminal_ids:
+            if isinstance(term, Lex) and rx.size(term.regex) > self.limits.max_regex_size:
+                raise GrammarError(
+                    f"a lexeme is too large: its regex has {rx.size(term.regex)} nodes with repeats expanded, "
+                    f"over Limits.max_regex_size={self.limits.max_regex_size}"
+                )
             self.terminal_ids[term] = len(self.terminals)
             self.terminals.append(term)
         return terminal_symbol(self.terminal_ids[term])

@@ -12,7 +12,7 @@ import json
 
 from grammask.errors import GrammarError
 from grammask.frontends.json_schema import strings
-from grammask.frontends.json_schema.formats import format_regex
+from grammask.frontends.json_schema.formats import UNENFORCEABLE_FORMATS, format_regex
 from grammask.frontends.json_schema.normalise import (ALL_TYPES, FALSE, canonical, json_type, merge, normalise,
                                                       number_value, property_schema, types_of)
 from grammask.frontends.json_schema.numbers import Bounds, number_regex
@@ -344,8 +344,12 @@ class Builder:
                      for k, v in value.items()]
             body = [items[0]] + [rx.concat(self.ws.comma(depth), x) for x in items[1:]]
             return rx.concat(self.ws.open("{", depth), *body, self.ws.close("}", depth))
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
+        if isinstance(value, int) and not isinstance(value, bool) or isinstance(value, float) and value.is_integer():
+            # An integer-valued number has two usual spellings: 1 and 1.0 (json.dumps of a float).
+            spellings = [json.dumps(int(value))]
+            if abs(value) < 2**53:
+                spellings.append(json.dumps(float(value)))
+            return rx.alt(*map(rx.literal, spellings))
         return rx.literal(json.dumps(value))
 
     def number(self, s: dict, ptr: str, *, integer: bool) -> g.Expr:
@@ -412,6 +416,8 @@ class Builder:
             except GrammarError as exc:
                 raise GrammarError(f"pattern: {exc.reason}", pointer=f"{ptr}/pattern") from None
         fmt = format_regex(s["format"]) if isinstance(s.get("format"), str) else None
+        if s.get("format") in UNENFORCEABLE_FORMATS:
+            self.unsupported(f"format {s['format']!r}", f"{ptr}/format")
         if fmt is not None:
             if content is not None:
                 self.unsupported("pattern together with format", f"{ptr}/format")

@@ -11,7 +11,7 @@ from functools import lru_cache
 from grammask.frontends.json_schema.numbers import digit_range
 from grammask.ir import regex as rx
 
-__all__ = ["FORMATS", "format_regex"]
+__all__ = ["FORMATS", "UNENFORCEABLE_FORMATS", "format_regex"]
 
 
 def _c(spec: str) -> rx.RegexNode:
@@ -93,10 +93,14 @@ def _ipv6() -> rx.RegexNode:
     return _A(*forms)
 
 
-def _uri_parts() -> dict[str, rx.RegexNode]:
-    """The pieces of the RFC 3986 grammar."""
+@lru_cache(maxsize=None)
+def _uri_parts(international: bool = False) -> dict[str, rx.RegexNode]:
+    """The pieces of the RFC 3986 grammar; with `international`, RFC 3987's IRIs (non-ASCII
+    characters allowed wherever unreserved ones are)."""
     pct = _S(_L("%"), _HEX, _HEX)
     unreserved, sub_delims = _c("a-zA-Z0-9-._~"), _c("!$&'()*+,;=")
+    if international:
+        unreserved = rx.alt(unreserved, rx.char_class([(0xA0, 0xD7FF), (0xE000, 0xFFFD), (0x10000, 0x10FFFF)]))
     pchar = _A(unreserved, pct, sub_delims, _c(":@"))
     segment = rx.star(pchar)
     segment_nz = rx.plus(pchar)
@@ -112,6 +116,10 @@ def _uri_parts() -> dict[str, rx.RegexNode]:
     segment_nz_nc = rx.plus(_A(unreserved, pct, sub_delims, _L("@")))
     relative = _A(_S(_L("//"), authority, path_abempty), path_absolute, _S(segment_nz_nc, path_abempty), rx.EMPTY)
     return {"uri": _S(scheme, _L(":"), hier, tail), "relative": _S(relative, tail)}
+
+
+def _json_pointer() -> rx.RegexNode:
+    return rx.star(_S(_L("/"), rx.star(_A(rx.char_class([(ord("~"), ord("~")), (ord("/"), ord("/"))], negate=True), _S(_L("~"), _c("01"))))))
 
 
 def _email() -> rx.RegexNode:
@@ -135,7 +143,14 @@ _BUILDERS = {
     "uuid": _uuid,
     "uri": lambda: _uri_parts()["uri"],
     "uri-reference": lambda: _A(_uri_parts()["uri"], _uri_parts()["relative"]),
+    "iri": lambda: _uri_parts(True)["uri"],
+    "iri-reference": lambda: _A(_uri_parts(True)["uri"], _uri_parts(True)["relative"]),
+    "json-pointer": lambda: _json_pointer(),
+    "relative-json-pointer": lambda: _S(_A(_L("0"), _S(_c("1-9"), rx.star(_DIGIT))), _A(_L("#"), _json_pointer())),
 }
+#: Formats of the JSON Schema specification that grammask cannot enforce: asserting them is an
+#: error (dropped with a warning when lenient), never a silently wider grammar.
+UNENFORCEABLE_FORMATS = frozenset({"idn-email", "idn-hostname", "regex", "uri-template"})
 #: The formats grammask enforces.
 FORMATS = frozenset(_BUILDERS)
 
