@@ -22,8 +22,9 @@ class Limits:
     max_grammar_rules: int = 100_000
     #: Bytes of text the grammar may force in one `forced_text()` call.
     max_forced_bytes: int = 4096
-    #: Parser configurations (with their token masks, ~V/8 bytes each) kept per compiled grammar.
-    max_cached_masks: int = 20_000
+    #: Token masks kept per compiled grammar, for parser configurations and, separately, for their
+    #: scans: each costs V/8 bytes (16 KiB for a 128k vocabulary), so at most ~2 x 160 MiB.
+    max_cached_masks: int = 10_000
     #: Compiled grammars kept by `grammask.compile`'s cache.
     max_cached_grammars: int = 64
     #: Tokens a matcher keeps for `rollback`.

@@ -36,10 +36,20 @@ _FEW = 8
 class TokenWalk:
     """What one lexer state does to every text token, independent of the parser context."""
 
-    alive: np.ndarray  # bool [vocab.size]: tokens that keep the lexer alive to their end
+    alive: np.ndarray  # packed int32 mask: tokens that keep the lexer alive to their end
     split_tokens: np.ndarray  # int32: tokens whose prefix is a complete lexeme...
     split_offsets: np.ndarray  # ... of this many bytes ...
     split_states: np.ndarray  # ... ending in this accepting lexer state
+
+
+def _has_bits(packed: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+    """Whether each token's bit is set in a packed mask."""
+    return (packed.view(np.uint32)[tokens >> 5] >> (tokens & 31).astype(np.uint32)) & 1 == 1
+
+
+def _set_bits(packed: np.ndarray, tokens: np.ndarray) -> None:
+    """Set the tokens' bits in a packed mask, in place."""
+    np.bitwise_or.at(packed.view(np.uint32), tokens >> 5, np.left_shift(np.uint32(1), (tokens & 31).astype(np.uint32)))
 
 
 @dataclass(frozen=True)
@@ -111,12 +121,9 @@ class MaskComputer:
         """The packed int32 bitmask of `config` (cached on it; do not modify)."""
         found = config.mask
         if found is None:
-            allowed = np.zeros(self.size, dtype=bool)
+            found = self.eos_mask.copy() if config.accepting else np.zeros(self.words, dtype=np.int32)
             for earley_set, state in config.scans:
-                allowed |= self._scan_allowed(earley_set, state)
-            if config.accepting:
-                allowed[self._eos] = True
-            found = self.pack(allowed)
+                found |= self._scan_mask(earley_set, state)
             config.mask = found
         return found
 
@@ -142,29 +149,31 @@ class MaskComputer:
 
     # -- per scan ---------------------------------------------------------------------------------
 
-    def _scan_allowed(self, earley_set: EarleySet, state: int) -> np.ndarray:
+    def _scan_mask(self, earley_set: EarleySet, state: int) -> np.ndarray:
+        """The packed mask of the tokens one scan allows (cached per scan)."""
         key = (id(earley_set), state)
         cache = self._scan_masks
         found = cache.get(key)
         if found is not None and found[0] is earley_set:
             return found[1]
-        allowed = np.zeros(self.size, dtype=bool)
         lexer = earley_set.lexer
-        if lexer is not None:
+        if lexer is None:
+            packed = np.zeros(self.words, dtype=np.int32)
+        else:
             walk = self.walk(lexer, state)
-            allowed |= walk.alive
+            packed = walk.alive.copy()
             if walk.split_tokens.size:
-                todo = ~allowed[walk.split_tokens]
+                todo = ~_has_bits(packed, walk.split_tokens)
                 ok = self._after_lexeme(
                     earley_set, lexer, walk.split_tokens[todo], walk.split_offsets[todo], walk.split_states[todo]
                 )
-                allowed[walk.split_tokens[todo][ok]] = True
+                _set_bits(packed, walk.split_tokens[todo][ok])
         if state == 1 and earley_set.tokens:
-            allowed[np.fromiter(earley_set.tokens, dtype=np.int64)] = True
+            _set_bits(packed, np.fromiter(earley_set.tokens, dtype=np.int64))
         if len(cache) >= self.parser.limits.max_cached_masks:
             cache.clear()
-        cache[key] = (earley_set, allowed)
-        return allowed
+        cache[key] = (earley_set, packed)
+        return packed
 
     def walk(self, lexer: Lexer, state: int) -> TokenWalk:
         key = (id(lexer), state)
@@ -219,12 +228,12 @@ class MaskComputer:
                 node_state[frontier] = frontier_state
             live_nodes.append(frontier)
         if any(n is None for n in live_nodes):  # a large level was dense: read the whole trie
-            alive = node_state[self._token_node] != 0
+            alive = self.pack(node_state[self._token_node] != 0)
             nodes = np.flatnonzero(lexer.accepting[node_state[:-1]] & self._has_below)
         else:
             nodes = np.concatenate(live_nodes) if live_nodes else np.zeros(0, dtype=np.int64)
-            alive = np.zeros(self.size, dtype=bool)
-            alive[self._tokens_in(self._end_lo[nodes], self._end_hi[nodes])] = True
+            alive = np.zeros(self.words, dtype=np.int32)
+            _set_bits(alive, self._tokens_in(self._end_lo[nodes], self._end_hi[nodes]))
             nodes = nodes[lexer.accepting[node_state[nodes]] & self._has_below[nodes]]
         nodes = nodes[nodes > 0]
         node_states = node_state[nodes]
