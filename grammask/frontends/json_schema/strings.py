@@ -175,33 +175,28 @@ def word_set(words: list[str]) -> rx.RegexNode:
     return build(trie)
 
 
-def _first_in(node: rx.RegexNode, cc: rx.CharClass) -> rx.RegexNode:
-    """The strings of `node` whose first character is in `cc`."""
+def _map_first(node: rx.RegexNode, first) -> rx.RegexNode:
+    """`node` with its first character's class `c` replaced by `first(c)` (a regex)."""
     if isinstance(node, rx.CharClass):
-        return _intersect(node, cc)
+        return first(node)
     if isinstance(node, rx.Alt):
-        return rx.alt(*(_first_in(i, cc) for i in node.items))
+        return rx.alt(*(_map_first(i, first) for i in node.items))
     if isinstance(node, rx.Concat):
         head, tail = node.items[0], rx.concat(*node.items[1:])
-        out = rx.concat(_first_in(head, cc), tail)
-        return rx.alt(out, _first_in(tail, cc)) if rx.is_nullable(head) else out
-    once = rx.concat(_first_in(node.item, cc), rx.repeat(node.item, max(node.min - 1, 0),
-                                                          None if node.max is None else node.max - 1))
-    return once
+        out = rx.concat(_map_first(head, first), tail)
+        return rx.alt(out, _map_first(tail, first)) if rx.is_nullable(head) else out
+    rest = rx.repeat(node.item, max(node.min - 1, 0), None if node.max is None else node.max - 1)
+    return rx.concat(_map_first(node.item, first), rest)
+
+
+def _first_in(node: rx.RegexNode, cc: rx.CharClass) -> rx.RegexNode:
+    """The strings of `node` whose first character is in `cc`."""
+    return _map_first(node, lambda c: _intersect(c, cc))
 
 
 def _derivative(node: rx.RegexNode, ch: int) -> rx.RegexNode:
     """The strings s such that chr(ch) + s is in `node` (Brzozowski)."""
-    if isinstance(node, rx.CharClass):
-        return rx.EMPTY if any(lo <= ch <= hi for lo, hi in node.ranges) else rx.NOTHING
-    if isinstance(node, rx.Alt):
-        return rx.alt(*(_derivative(i, ch) for i in node.items))
-    if isinstance(node, rx.Concat):
-        head, tail = node.items[0], rx.concat(*node.items[1:])
-        out = rx.concat(_derivative(head, ch), tail)
-        return rx.alt(out, _derivative(tail, ch)) if rx.is_nullable(head) else out
-    return rx.concat(_derivative(node.item, ch),
-                     rx.repeat(node.item, max(node.min - 1, 0), None if node.max is None else node.max - 1))
+    return _map_first(node, lambda c: rx.EMPTY if any(lo <= ch <= hi for lo, hi in c.ranges) else rx.NOTHING)
 
 
 def subtract_words(node: rx.RegexNode, words: set[str] | frozenset[str]) -> rx.RegexNode:
