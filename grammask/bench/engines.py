@@ -85,13 +85,13 @@ def load_engine(
     raw bytes -> token ids, for its forced text (it plays no part in masks)."""
     if name not in ENGINES:
         raise ValueError(f"unknown engine {name!r}; expected one of {', '.join(ENGINES)}")
+    if name == "llguidance" and encode is None:
+        raise ValueError("llguidance needs `encode` (a tokenizer for raw bytes)")
     if not engine_available(name):
         raise EngineUnavailable(f"{name} is not installed (pip install {name}); skipping it")
     if name == "grammask":
         return _Grammask(vocab)
     if name == "llguidance":
-        if encode is None:
-            raise ValueError("llguidance needs `encode` (a tokenizer for raw bytes)")
         return _LLGuidance(vocab, encode)
     return _XGrammar(vocab)
 
