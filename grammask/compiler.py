@@ -33,6 +33,9 @@ class CompiledGrammar:
         bnf = normalise(grammar, limits)
         self.parser = Parser(bnf, _token_ids(bnf, vocab), limits)
         self.masks = MaskComputer(self.parser, vocab)
+        # The first mask is needed right away, and computing it here makes the lexers it builds
+        # fail (over a limit) at compile time rather than at the first decoding step.
+        self.masks.mask(self.parser.initial)
 
     def matcher(self):
         """A fresh matcher at the start of the grammar."""
