@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable
 
 from grammask.engine.masks import MaskComputer
 from grammask.engine.parser import Parser
@@ -37,11 +38,15 @@ class CompiledGrammar:
         # fail (over a limit) at compile time rather than at the first decoding step.
         self.masks.mask(self.parser.initial)
 
-    def matcher(self):
-        """A fresh matcher at the start of the grammar."""
+    def matcher(self, stop_token_ids: Iterable[int] | None = None):
+        """A fresh matcher at the start of the grammar.
+
+        `stop_token_ids` replaces the vocabulary's end tokens for this matcher (an engine's
+        per-request end set: EOS plus the request's stop ids).
+        """
         from grammask.matcher import Matcher
 
-        return Matcher(self)
+        return Matcher(self, stop_token_ids)
 
 
 def _token_ids(bnf: BNF, vocab: Vocabulary) -> list[tuple[int, ...]]:

@@ -11,6 +11,7 @@ A `BatchMatcher` fills one bitmask for a batch whose rows have different grammar
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -28,12 +29,17 @@ _FINISHED = None
 class Matcher:
     """Which tokens may come next, for one sequence."""
 
-    def __init__(self, compiled: CompiledGrammar) -> None:
+    def __init__(self, compiled: CompiledGrammar, stop_token_ids: Iterable[int] | None = None) -> None:
         self.compiled = compiled
         self._parser = compiled.parser
         self._masks = compiled.masks
         self._vocab = compiled.vocab
         self._eos = frozenset(compiled.vocab.eos_ids)
+        #: With an end set of its own: (bits to clear, bits to set) in a mask where the text is complete.
+        self._end_bits: tuple[np.ndarray, np.ndarray] | None = None
+        if stop_token_ids is not None:
+            self._eos = frozenset(int(t) for t in stop_token_ids)
+            self._end_bits = _end_bits(compiled, self._eos)
         self._max_history = compiled.limits.max_rollback_tokens + 1
         self._history: list[Config | None] = [self._parser.initial]
 
@@ -50,6 +56,10 @@ class Matcher:
 
     def is_finished(self) -> bool:
         """Whether an end-of-sequence token has been accepted."""
+        return self._config is _FINISHED
+
+    def is_terminated(self) -> bool:
+        """Whether an end token has been accepted (`is_finished`, under the name engines use)."""
         return self._config is _FINISHED
 
     def can_finish(self) -> bool:
@@ -70,19 +80,31 @@ class Matcher:
 
     def _mask(self) -> np.ndarray:
         config = self._config
-        return self._masks.eos_mask if config is _FINISHED else self._masks.mask(config)
+        if self._end_bits is None:
+            return self._masks.eos_mask if config is _FINISHED else self._masks.mask(config)
+        clear, add = self._end_bits
+        if config is _FINISHED:
+            return add
+        mask = self._masks.mask(config)
+        return (mask & ~clear) | add if config.accepting else mask
 
     def fill_bitmask(self, bitmask, row: int = 0) -> None:
         """Write the allowed tokens into row `row` of a packed int32 bitmask (numpy or torch).
 
-        After an end-of-sequence token only end-of-sequence tokens stay allowed (padding).
+        After an end-of-sequence token only end-of-sequence tokens stay allowed (padding). A row
+        wider than the vocabulary (a model's padded logits) gets its padding words cleared.
         """
         mask = self._mask()
+        width = bitmask.shape[1]
+        if width < len(mask):
+            raise ValueError(f"the bitmask has {width} words a row; this vocabulary needs {len(mask)}")
         if isinstance(bitmask, np.ndarray):
             bitmask[row, : len(mask)] = mask
+            bitmask[row, len(mask) :] = 0
         else:
             torch = sys.modules["torch"]
             bitmask[row, : len(mask)].copy_(torch.from_numpy(mask), non_blocking=True)
+            bitmask[row, len(mask) :].fill_(0)
 
     def allowed_token_ids(self) -> np.ndarray:
         return np.flatnonzero(unpack_bitmask(self._mask(), self._vocab.size)).astype(np.int32)
@@ -93,21 +115,42 @@ class Matcher:
 
     # -- moving -----------------------------------------------------------------------------------
 
-    def advance(self, token_id: int) -> bool:
-        """Take one token. Returns False, changing nothing, if the token is not allowed."""
-        config = self._config
+    def _after(self, config: Config | None, token_id: int) -> Config | None | bool:
+        """The state after `token_id` (`_FINISHED` for an end token), or False if it is not allowed."""
         if config is _FINISHED or not 0 <= token_id < self._vocab.size:
             return False
         vocab = self._vocab
         text = vocab.token_bytes[token_id] if token_id < len(vocab.token_bytes) else b""
         after = self._parser.step_token(config, token_id, text, bool(vocab.is_special[token_id]))
         if after is None:
-            if token_id in self._eos and config.accepting:
-                self._push(_FINISHED)
-                return True
+            return _FINISHED if token_id in self._eos and config.accepting else False
+        return after
+
+    def advance(self, token_id: int) -> bool:
+        """Take one token. Returns False, changing nothing, if the token is not allowed."""
+        after = self._after(self._config, token_id)
+        if after is False:
             return False
         self._push(after)
         return True
+
+    def validate_tokens(self, token_ids: Iterable[int]) -> int:
+        """How many of `token_ids`, from the first, could be taken in a row; the state is unchanged.
+
+        Engines use it to trim a speculative draft to its longest valid prefix.
+        """
+        config: Config | None | bool = self._config
+        count = 0
+        for token_id in token_ids:
+            config = self._after(config, int(token_id))
+            if config is False:
+                break
+            count += 1
+        return count
+
+    def accept_string(self, text: str) -> bool:
+        """Take text (UTF-8). Returns False, changing nothing, if it cannot follow."""
+        return self.advance_bytes(text.encode("utf-8"))
 
     def advance_bytes(self, data: bytes) -> bool:
         """Take raw text (for forced text). Returns False, changing nothing, if it cannot follow."""
@@ -171,6 +214,21 @@ class Matcher:
         """Whether nothing but the end of sequence can follow the forced text."""
         after = self._parser.step_bytes(self._config, self.forced_bytes())
         return after is not None and not after.scans
+
+
+def _end_bits(compiled: CompiledGrammar, ends: frozenset[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Packed masks of the vocabulary's end tokens that `ends` drops (unless the grammar names them
+    as tokens) and of the tokens in `ends`, for a matcher with an end set of its own."""
+    masks, size = compiled.masks, compiled.vocab.size
+    bad = [t for t in ends if not 0 <= t < size]
+    if bad:
+        raise ValueError(f"stop token id {bad[0]} is outside the vocabulary (size {size})")
+    named = {t for ids in compiled.parser.token_ids for t in ids}
+    clear = np.zeros(size, dtype=bool)
+    clear[[t for t in compiled.vocab.eos_ids if t not in ends and t not in named]] = True
+    add = np.zeros(size, dtype=bool)
+    add[sorted(ends)] = True
+    return masks.pack(clear), masks.pack(add)
 
 
 class BatchMatcher:

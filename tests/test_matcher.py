@@ -123,3 +123,101 @@ def test_compile_is_cached(vocab_llama3):
     g1 = Grammar({"root": literal("x")})
     g2 = Grammar({"root": literal("x")})
     assert grammask.compile(g1, vocab_llama3) is grammask.compile(g2, vocab_llama3)
+
+
+# -- the engine-facing API: validate_tokens, end sets, padded widths, accept_string, threads ------
+
+
+def test_validate_tokens_leaves_state_unchanged(date_compiled, vocab_llama3):
+    m = date_compiled.matcher()
+    assert m.advance(vocab_llama3.token_id("202"))
+    before = m.allowed_token_ids()
+    good = tokens_of(vocab_llama3, "4", "-", "12", "-", "31")
+    eos = vocab_llama3.eos_ids[0]
+    assert m.validate_tokens(good + [eos, eos]) == len(good) + 1  # nothing follows the end token
+    assert m.validate_tokens(good[:2] + tokens_of(vocab_llama3, "abc") + good[2:]) == 2
+    assert m.validate_tokens([]) == 0
+    assert m.validate_tokens([vocab_llama3.size + 3]) == 0
+    assert np.array_equal(before, m.allowed_token_ids())
+    for t in good:
+        assert m.advance(t)
+
+
+def test_stop_token_ids_replace_the_end_set(date_compiled, vocab_llama3):
+    stop = vocab_llama3.token_id("!")  # an ordinary text token the date grammar never allows
+    m = date_compiled.matcher(stop_token_ids=[stop])
+    assert stop not in m.allowed_token_ids()
+    for t in tokens_of(vocab_llama3, "202", "4", "-", "12", "-", "31"):
+        assert m.advance(t)
+    assert set(m.allowed_token_ids().tolist()) == {stop}  # the vocabulary's EOS is not an end here
+    assert not m.advance(vocab_llama3.eos_ids[0])
+    assert m.validate_tokens([stop, stop]) == 1
+    assert m.advance(stop) and m.is_terminated()
+    assert m.allowed_token_ids().tolist() == [stop]
+    default = date_compiled.matcher()
+    assert not default.is_terminated()
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        date_compiled.matcher(stop_token_ids=[vocab_llama3.size])
+
+
+def test_fill_bitmask_writes_padding_words(date_compiled, vocab_llama3):
+    m = date_compiled.matcher()
+    words = (vocab_llama3.size + 31) // 32
+    wide = np.full((2, words + 5), -1, dtype=np.int32)
+    m.fill_bitmask(wide, 1)
+    assert (wide[1, words:] == 0).all() and (wide[0] == -1).all()
+    exact = grammask.allocate_bitmask(1, vocab_llama3.size)
+    m.fill_bitmask(exact)
+    assert np.array_equal(wide[1, :words], exact[0])
+    with pytest.raises(ValueError, match="words a row"):
+        m.fill_bitmask(np.zeros((1, words - 1), dtype=np.int32))
+
+
+def test_fill_bitmask_torch_padding(date_compiled, vocab_llama3):
+    torch = pytest.importorskip("torch")
+    m = date_compiled.matcher()
+    words = (vocab_llama3.size + 31) // 32
+    wide = torch.full((1, words + 3), -1, dtype=torch.int32)
+    m.fill_bitmask(wide)
+    assert (wide[0, words:] == 0).all()
+    assert np.array_equal(wide[0, :words].numpy(), date_compiled.masks.mask(date_compiled.parser.initial))
+
+
+def test_accept_string(date_compiled):
+    m = date_compiled.matcher()
+    assert m.accept_string("2024-")
+    assert not m.accept_string("x")
+    assert m.accept_string("12-31") and m.can_finish()
+
+
+def test_json_matchers_in_eight_threads(vocab_llama3):
+    compiled = grammask.compile(
+        Grammar.from_json_schema({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}}}}),
+        vocab_llama3,
+    )
+    text = ['{"', 'a', '":', ' [', '1', ',', ' ', '2', ',', '3', ']}']
+    ids = tokens_of(vocab_llama3, *text)
+    reference = []
+    m = compiled.matcher()
+    for t in ids:
+        reference.append(m.allowed_token_ids().tolist())
+        assert m.advance(t)
+    errors: list[int] = []
+    barrier = threading.Barrier(8)
+
+    def run():
+        fresh = grammask.compile(Grammar.from_json_schema({"type": "array", "items": {"type": "string"}}), vocab_llama3)
+        matchers = [compiled.matcher(), fresh.matcher()]
+        barrier.wait()
+        for step, t in enumerate(ids):
+            if matchers[0].allowed_token_ids().tolist() != reference[step] or not matchers[0].advance(t):
+                errors.append(step)
+            bitmask = grammask.allocate_bitmask(1, vocab_llama3.size)
+            matchers[1].fill_bitmask(bitmask)
+
+    threads = [threading.Thread(target=run) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
