@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 
 from grammask.errors import GrammarError
 from grammask.frontends.regex_syntax import parse_regex
@@ -575,7 +575,7 @@ def _cased_chars() -> str:
     return "".join(c for c in chars if c.lower() != c or c.upper() != c or c.casefold() != c)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _case_variants(c: str) -> rx.RegexNode:
     """`c` in any case: the characters Python's `re` matches with IGNORECASE, as Lark's `"..."i` does."""
     variants = {c}

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Literal
 
 import numpy as np
@@ -540,7 +540,7 @@ def _char(cp: int) -> rx.CharClass:
     return rx.CharClass(((cp, cp),))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _unicode_table(kind: str) -> tuple[tuple[int, int], ...]:
     """Code point ranges of Python's Unicode `\\d` (decimal digits), `\\w` (alphanumerics and `_`)
     and `\\s` (whitespace), from the running interpreter's `str` methods."""
@@ -552,7 +552,7 @@ def _unicode_table(kind: str) -> tuple[tuple[int, int], ...]:
     return _ranges_of(mask)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _ecma_space() -> tuple[tuple[int, int], ...]:
     """ECMAScript `\\s`: WhiteSpace (with category Zs) and LineTerminator."""
     zs = [(c, c) for c in range(0x10000) if unicodedata.category(chr(c)) == "Zs"]

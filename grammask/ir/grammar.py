@@ -18,10 +18,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from grammask.ir.hashing import cached_hash
-
 from grammask.errors import GrammarError
 from grammask.ir import regex as rx
+from grammask.ir.hashing import cached_hash
 
 __all__ = [
     "Alt",
@@ -239,19 +238,24 @@ class Grammar:
 
     @classmethod
     def from_json_schema(
-        cls, schema: dict | str | bool, *, whitespace: object = "flexible", lenient: bool = False
+        cls, schema: dict | str | bool, *, whitespace: object = "flexible", lenient: bool = False,
+        strict: bool = False,
     ) -> Grammar:
-        """JSON text valid under `schema` (see docs/json_schema.md for keywords and limits)."""
+        """JSON text valid under `schema` (see docs/json_schema.md for keywords and limits).
+
+        With `strict`, a missing `additionalProperties` means false (OpenAI strict mode, XGrammar).
+        """
         from grammask.frontends.json_schema import grammar_from_json_schema
 
-        return grammar_from_json_schema(schema, whitespace=whitespace, lenient=lenient)
+        return grammar_from_json_schema(schema, whitespace=whitespace, lenient=lenient, strict=strict)
 
     @classmethod
-    def from_pydantic(cls, model: type, *, whitespace: object = "flexible", lenient: bool = False) -> Grammar:
+    def from_pydantic(cls, model: type, *, whitespace: object = "flexible", lenient: bool = False,
+                      strict: bool = False) -> Grammar:
         """JSON text valid for a pydantic model class (through its JSON Schema)."""
         from grammask.frontends.json_schema import grammar_from_pydantic
 
-        return grammar_from_pydantic(model, whitespace=whitespace, lenient=lenient)
+        return grammar_from_pydantic(model, whitespace=whitespace, lenient=lenient, strict=strict)
 
     @classmethod
     def json(cls, *, whitespace: object = "flexible") -> Grammar:

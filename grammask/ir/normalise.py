@@ -18,7 +18,21 @@ from dataclasses import dataclass
 
 from grammask.errors import GrammarError
 from grammask.ir import regex as rx
-from grammask.ir.grammar import EMPTY_SEQ, Alt, Expr, Grammar, Lex, Ref, Rep, Seq, Token, alt, lex, rep, seq
+from grammask.ir.grammar import (
+    EMPTY_SEQ,
+    Alt,
+    Expr,
+    Grammar,
+    Lex,
+    Ref,
+    Rep,
+    Seq,
+    Token,
+    alt,
+    lex,
+    rep,
+    seq,
+)
 from grammask.limits import DEFAULT_LIMITS, Limits
 
 __all__ = ["BNF", "INLINE_REGEX_SIZE", "normalise", "terminal_symbol"]

@@ -14,25 +14,25 @@ from dataclasses import dataclass, field
 from grammask.ir.hashing import cached_hash
 
 __all__ = [
-    "MAX_CODEPOINT",
     "ANY_CHAR",
+    "EMPTY",
+    "MAX_CODEPOINT",
+    "NOTHING",
+    "Alt",
     "CharClass",
     "Concat",
-    "Alt",
-    "Repeat",
     "RegexNode",
-    "EMPTY",
-    "NOTHING",
+    "Repeat",
     "alt",
     "char_class",
     "concat",
+    "is_nullable",
     "literal",
     "optional",
     "plus",
     "repeat",
-    "star",
-    "is_nullable",
     "size",
+    "star",
 ]
 
 MAX_CODEPOINT = 0x10FFFF

@@ -16,7 +16,6 @@ from grammask.automata.compile import _compile
 from grammask.ir import regex as rx
 
 
-
 def minimal_state_count(dfa: ByteDFA) -> int:
     """States of the minimal equivalent DFA, by Moore's refinement over the byte table."""
     table = dfa.transitions.tolist()

@@ -90,8 +90,8 @@ SYNTAX_CASES = [
     (r'root ::= "a"*?', ["", "aaa"], ["b"]),
     # comments, dashed names, multi-line rules continued after '|' and inside parentheses
     (
-        "# leading comment\nroot ::= first-part | # trailing\n  second-2\n"
-        'first-part ::= (\n  "x" # in group\n  "y"\n)\nsecond-2 ::= "z"\n',
+        ("# leading comment\nroot ::= first-part | # trailing\n  second-2\n"
+         'first-part ::= (\n  "x" # in group\n  "y"\n)\nsecond-2 ::= "z"\n'),
         ["xy", "z"],
         ["x", "xyz"],
     ),

@@ -4,7 +4,19 @@ import pytest
 
 from grammask.errors import GrammarError
 from grammask.ir import regex as rx
-from grammask.ir.grammar import Grammar, Lex, Token, alt, literal, opt, ref, rep, seq, star, token
+from grammask.ir.grammar import (
+    Grammar,
+    Lex,
+    Token,
+    alt,
+    literal,
+    opt,
+    ref,
+    rep,
+    seq,
+    star,
+    token,
+)
 from grammask.ir.normalise import normalise, terminal_symbol
 from grammask.limits import Limits
 

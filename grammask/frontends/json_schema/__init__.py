@@ -21,12 +21,13 @@ __all__ = ["DEFAULT_MAX_RUN", "Whitespace", "grammar_from_json_schema", "grammar
 
 
 def grammar_from_json_schema(schema: dict | str | bool, *, whitespace: object = "flexible",
-                             lenient: bool = False) -> Grammar:
+                             lenient: bool = False, strict: bool = False) -> Grammar:
     """JSON text valid under `schema` (a dict, a boolean, or JSON text).
 
     `whitespace` is "flexible", "compact", an indent (int) or a `Whitespace`. With `lenient`,
     constraints that cannot be enforced exactly are dropped and listed in `Grammar.warnings`
-    instead of raising `GrammarError`.
+    instead of raising `GrammarError`. With `strict`, an object schema without
+    `additionalProperties` allows no undeclared properties (as OpenAI's strict mode and XGrammar).
     """
     if isinstance(schema, str):
         try:
@@ -34,7 +35,7 @@ def grammar_from_json_schema(schema: dict | str | bool, *, whitespace: object = 
         except json.JSONDecodeError as exc:
             raise GrammarError(f"the schema is not valid JSON: {exc.msg}", position=exc.pos, source=schema) from None
     ws = Whitespace.of(whitespace)
-    builder = Builder(Document(schema), ws, lenient)
+    builder = Builder(Document(schema), ws, lenient, strict)
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, RECURSION_LIMIT))
     try:
@@ -49,7 +50,8 @@ def grammar_from_json_schema(schema: dict | str | bool, *, whitespace: object = 
     return Grammar(rules, "root", warnings=builder.warnings)
 
 
-def grammar_from_pydantic(model: type, *, whitespace: object = "flexible", lenient: bool = False) -> Grammar:
+def grammar_from_pydantic(model: type, *, whitespace: object = "flexible", lenient: bool = False,
+                          strict: bool = False) -> Grammar:
     """JSON text valid for a pydantic (v2) model class, through `model.model_json_schema()`."""
     try:
         import pydantic
@@ -57,4 +59,4 @@ def grammar_from_pydantic(model: type, *, whitespace: object = "flexible", lenie
         raise ImportError("Grammar.from_pydantic needs pydantic: pip install 'grammask[pydantic]'") from None
     if not (isinstance(model, type) and issubclass(model, pydantic.BaseModel)):
         raise TypeError(f"expected a pydantic BaseModel subclass, not {model!r}")
-    return grammar_from_json_schema(model.model_json_schema(), whitespace=whitespace, lenient=lenient)
+    return grammar_from_json_schema(model.model_json_schema(), whitespace=whitespace, lenient=lenient, strict=strict)

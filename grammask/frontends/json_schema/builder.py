@@ -13,18 +13,27 @@ import json
 from grammask.errors import GrammarError
 from grammask.frontends.json_schema import strings
 from grammask.frontends.json_schema.formats import UNENFORCEABLE_FORMATS, format_regex
-from grammask.frontends.json_schema.normalise import (ALL_TYPES, FALSE, canonical, json_type, merge, normalise,
-                                                      number_value, property_schema, types_of)
+from grammask.frontends.json_schema.normalise import (
+    ALL_TYPES,
+    FALSE,
+    canonical,
+    json_type,
+    merge,
+    normalise,
+    number_value,
+    property_schema,
+    types_of,
+)
 from grammask.frontends.json_schema.numbers import Bounds, number_regex
 from grammask.frontends.json_schema.resolve import Document, escape_pointer
 from grammask.frontends.json_schema.validate import conforms
-from grammask.frontends.regex_syntax import parse_search_pattern
 from grammask.frontends.json_schema.whitespace import MAX_PRETTY_DEPTH, Whitespace
+from grammask.frontends.regex_syntax import parse_search_pattern
 from grammask.ir import grammar as g
 from grammask.ir import regex as rx
 from grammask.limits import DEFAULT_LIMITS
 
-__all__ = ["Builder", "LEXEME_REPEAT_MAX", "MAX_BRANCH_PRODUCT"]
+__all__ = ["LEXEME_REPEAT_MAX", "MAX_BRANCH_PRODUCT", "Builder"]
 
 #: Longest bounded string repeat kept inside one lexeme; longer ones become binary-block rules,
 #: since a lexeme's automaton grows with its bound.
@@ -76,14 +85,25 @@ def _ranges_disjoint(a: dict, b: dict) -> bool:
                                                                                               hi.lo_strict))):
             return True
     return False
+
+
+def _unconstraining(key: str, value: object) -> bool:
+    """Whether the keyword, as written, constrains nothing (so its negation is empty)."""
+    if key in ("additionalProperties", "items", "propertyNames", "contains"):
+        return _is_true(value)
+    if key == "format":
+        return not isinstance(value, str) or format_regex(value) is None
+    return key == "uniqueItems" and value is False
+
+
 _ANY_CHAR_JSON = strings.encode(rx.ANY_CHAR)
 
 
 class Builder:
     """Builds the rules of one schema document."""
 
-    def __init__(self, doc: Document, ws: Whitespace, lenient: bool) -> None:
-        self.doc, self.ws, self.lenient = doc, ws, lenient
+    def __init__(self, doc: Document, ws: Whitespace, lenient: bool, strict: bool = False) -> None:
+        self.doc, self.ws, self.lenient, self.strict = doc, ws, lenient, strict
         self.rules: dict[str, g.Expr] = {}
         self.warnings: list[str] = []
         self._named: dict[object, str] = {}
@@ -123,7 +143,17 @@ class Builder:
         return s
 
     def _resolver(self, schema: object, ptr: str) -> dict:
-        return self.flatten(schema, ptr)
+        return self.closed(self.flatten(schema, ptr))
+
+    def closed(self, s: dict) -> dict:
+        """`s` as its objects are built: in strict mode a missing `additionalProperties` is false.
+
+        Applied to the flattened schema (after `$ref` and `allOf` merging), so properties declared by
+        any merged part are allowed.
+        """
+        if self.strict and "additionalProperties" not in s:
+            return {**s, "additionalProperties": False}
+        return s
 
     # -- values ------------------------------------------------------------------------------
 
@@ -183,7 +213,7 @@ class Builder:
 
     def _enum(self, s: dict, ptr: str, depth: int) -> g.Expr:
         """The enum values valid under the rest of `s`; strings share one lexeme (a trie)."""
-        rest = {k: v for k, v in s.items() if k != "enum"}
+        rest = self.closed({k: v for k, v in s.items() if k != "enum"})
         seen, words, others = set(), [], []
         for v in s["enum"]:
             key = canonical(v)
@@ -315,13 +345,7 @@ class Builder:
                     out.append({"allOf": [{"not": sub} for sub in subs]})
             elif key == "_not":
                 out += [sub for sub, _ in value]
-            elif key in ("additionalProperties", "items", "propertyNames", "contains") and _is_true(value):
-                continue
-            elif key == "format" and (not isinstance(value, str) or format_regex(value) is None):
-                continue
-            elif key == "uniqueItems" and value is False:
-                continue
-            elif key not in ("type", "enum", "_exclude"):
+            elif key not in ("type", "enum", "_exclude") and not _unconstraining(key, value):
                 raise GrammarError(f"the negation of {key!r} has no exact form", pointer=ptr)
         return out
 
@@ -486,7 +510,7 @@ class Builder:
                 return unique
         prefix = s.get("prefixItems", [])
         items = s.get("items", True)
-        el = lambda sub, p: self.value(sub, p, depth + 1)  # noqa: E731
+        el = lambda sub, p: self.value(sub, p, depth + 1)
         elems = [el(sub, f"{ptr}/prefixItems/{i}") for i, sub in enumerate(prefix)]
         rest = el(items, f"{ptr}/items")
         comma = g.lex(self.ws.comma(depth))
@@ -560,6 +584,7 @@ class Builder:
     def object(self, s: dict, ptr: str, depth: int) -> g.Expr:
         if not self._container_depth_ok(depth):
             return g.FAIL
+        s = self.closed(s)
         declared = list(s.get("properties", {}))
         required = list(dict.fromkeys(s.get("required", [])))
         names = declared + [n for n in required if n not in declared]

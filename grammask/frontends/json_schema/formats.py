@@ -6,7 +6,7 @@ see docs/json_schema.md), never more. Formats not listed here are annotations, a
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 from grammask.frontends.json_schema.numbers import digit_range
 from grammask.ir import regex as rx
@@ -83,7 +83,7 @@ def _ipv4() -> rx.RegexNode:
 def _ipv6() -> rx.RegexNode:
     h16 = _R(_HEX, 1, 4)
     ls32 = _A(_S(h16, _L(":"), h16), _ipv4())
-    groups = lambda k: _R(_S(h16, _L(":")), k, k)  # noqa: E731
+    groups = lambda k: _R(_S(h16, _L(":")), k, k)
     forms = [_S(groups(6), ls32), _S(_L("::"), groups(5), ls32)]
     for before, after in ((0, 4), (1, 3), (2, 2), (3, 1), (4, 0)):
         head = rx.optional(_S(_R(_S(h16, _L(":")), 0, before), h16))
@@ -93,7 +93,7 @@ def _ipv6() -> rx.RegexNode:
     return _A(*forms)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _uri_parts(international: bool = False) -> dict[str, rx.RegexNode]:
     """The pieces of the RFC 3986 grammar; with `international`, RFC 3987's IRIs (non-ASCII
     characters allowed wherever unreserved ones are)."""
@@ -155,7 +155,7 @@ UNENFORCEABLE_FORMATS = frozenset({"idn-email", "idn-hostname", "regex", "uri-te
 FORMATS = frozenset(_BUILDERS)
 
 
-@lru_cache(maxsize=None)
+@cache
 def format_regex(name: str) -> rx.RegexNode | None:
     """The regex of a known format, None for any other (an annotation)."""
     build = _BUILDERS.get(name)

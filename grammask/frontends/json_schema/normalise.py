@@ -14,6 +14,7 @@ names of the next.
 from __future__ import annotations
 
 import json
+import math
 import re
 from fractions import Fraction
 
@@ -44,7 +45,7 @@ def canonical(value: object) -> str:
         if isinstance(v, bool) or v is None or isinstance(v, str):
             return v
         if isinstance(v, (int, float)):
-            return {"#n": str(Fraction(v))} if v == v and v not in (float("inf"), float("-inf")) else str(v)
+            return {"#n": str(Fraction(v))} if math.isfinite(v) else str(v)
         if isinstance(v, list):
             return [norm(x) for x in v]
         return {k: norm(x) for k, x in v.items()}
@@ -65,16 +66,16 @@ def json_type(value: object) -> str:
     return "array" if isinstance(value, list) else "object"
 
 
-def number_value(value: int | float | Fraction) -> Fraction:
+def number_value(value: float | Fraction) -> Fraction:
     """The exact decimal a JSON number denotes (a float by its shortest spelling: 0.1 is 1/10)."""
     if isinstance(value, float):
-        return Fraction(repr(value)) if value == value and abs(value) != float("inf") else Fraction(0)
+        return Fraction(repr(value)) if math.isfinite(value) else Fraction(0)
     return Fraction(value)
 
 
 def _num(value: object, ptr: str, key: str) -> Fraction:
     if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)) or \
-            (isinstance(value, float) and (value != value or abs(value) == float("inf"))):
+            (isinstance(value, float) and not math.isfinite(value)):
         raise GrammarError(f"{key} must be a number, not {value!r}", pointer=ptr)
     return number_value(value)
 
@@ -105,9 +106,8 @@ def normalise(schema: object, ptr: str, doc: Document) -> dict:
     if "enum" in out and not isinstance(out["enum"], list):
         raise GrammarError("enum must be an array", pointer=f"{ptr}/enum")
     for key, strict_key, pick in (("minimum", "exclusiveMinimum", max), ("maximum", "exclusiveMaximum", min)):
-        if isinstance(out.get(strict_key), bool):
-            if out.pop(strict_key) and key in out:
-                out[strict_key] = out.pop(key)
+        if isinstance(out.get(strict_key), bool) and out.pop(strict_key) and key in out:
+            out[strict_key] = out.pop(key)
         if key in out:
             out[key] = _num(out[key], ptr, key)
         if strict_key in out:
@@ -227,7 +227,7 @@ def _merge_objects(a: dict, b: dict, out: dict, ptr: str) -> None:
 def _merge_arrays(a: dict, b: dict, out: dict) -> None:
     pa, pb = a.get("prefixItems", []), b.get("prefixItems", [])
     if pa or pb:
-        at = lambda s, p, i: p[i] if i < len(p) else s.get("items", True)  # noqa: E731
+        at = lambda s, p, i: p[i] if i < len(p) else s.get("items", True)
         out["prefixItems"] = [_both(at(a, pa, i), at(b, pb, i)) for i in range(max(len(pa), len(pb)))]
     if "items" in a or "items" in b:
         out["items"] = _both(a.get("items", True), b.get("items", True))

@@ -15,7 +15,7 @@ from fractions import Fraction
 from grammask.errors import GrammarError
 from grammask.ir import regex as rx
 
-__all__ = ["Bounds", "integer_regex", "number_regex", "digit_range"]
+__all__ = ["Bounds", "digit_range", "integer_regex", "number_regex"]
 
 _DIGIT = rx.char_class([(0x30, 0x39)])
 _NONZERO = rx.char_class([(0x31, 0x39)])

@@ -7,7 +7,7 @@ documents are never fetched: a `$ref` outside the document is a dangling referen
 
 from __future__ import annotations
 
-from urllib.parse import unquote, urljoin, urldefrag
+from urllib.parse import unquote, urldefrag, urljoin
 
 from grammask.errors import GrammarError
 

@@ -73,7 +73,7 @@ def _u_escape(lo: int, hi: int) -> rx.RegexNode:
 def _astral(lo: int, hi: int) -> rx.RegexNode:
     """Surrogate-pair escapes of the code points [lo, hi] (all >= U+10000)."""
     (h1, l1), (h2, l2) = (divmod(lo - 0x10000, 0x400), divmod(hi - 0x10000, 0x400))
-    pair = lambda h_lo, h_hi, l_lo, l_hi: rx.concat(  # noqa: E731
+    pair = lambda h_lo, h_hi, l_lo, l_hi: rx.concat(
         _u_escape(0xD800 + h_lo, 0xD800 + h_hi), _u_escape(0xDC00 + l_lo, 0xDC00 + l_hi))
     if h1 == h2:
         return pair(h1, h1, l1, l2)

@@ -7,10 +7,15 @@ keyword it raises `GrammarError`, so a value is never kept on a guess.
 from __future__ import annotations
 
 import re
-from typing import Callable
+from collections.abc import Callable
 
 from grammask.errors import GrammarError
-from grammask.frontends.json_schema.normalise import canonical, json_type, number_value, property_schema
+from grammask.frontends.json_schema.normalise import (
+    canonical,
+    json_type,
+    number_value,
+    property_schema,
+)
 
 __all__ = ["conforms"]
 
