@@ -258,6 +258,14 @@ class Grammar:
         return grammar_from_pydantic(model, whitespace=whitespace, lenient=lenient, strict=strict)
 
     @classmethod
+    def from_structural_tag(cls, spec: dict | str, *, whitespace: object = "flexible", strict: bool = True) -> Grammar:
+        """An XGrammar structural tag (the JSON format vLLM sends for tool calls): free text until
+        a trigger, then the tagged format, then free text again (see docs/integrations.md)."""
+        from grammask.frontends.structural_tag import grammar_from_structural_tag
+
+        return grammar_from_structural_tag(spec, whitespace=whitespace, strict=strict)
+
+    @classmethod
     def json(cls, *, whitespace: object = "flexible") -> Grammar:
         """Any JSON value."""
         return cls.from_json_schema(True, whitespace=whitespace)
