@@ -115,35 +115,34 @@ class Matcher:
 
     # -- moving -----------------------------------------------------------------------------------
 
-    def _after(self, config: Config | None, token_id: int) -> Config | None | bool:
-        """The state after `token_id` (`_FINISHED` for an end token), or False if it is not allowed."""
+    def _after(self, config: Config | None, token_id: int) -> tuple[bool, Config | None]:
+        """Whether `token_id` is allowed at `config`, and the state after it (`_FINISHED` after an end token)."""
         if config is _FINISHED or not 0 <= token_id < self._vocab.size:
-            return False
+            return False, None
         vocab = self._vocab
         text = vocab.token_bytes[token_id] if token_id < len(vocab.token_bytes) else b""
         after = self._parser.step_token(config, token_id, text, bool(vocab.is_special[token_id]))
         if after is None:
-            return _FINISHED if token_id in self._eos and config.accepting else False
-        return after
+            return token_id in self._eos and config.accepting, _FINISHED
+        return True, after
 
     def advance(self, token_id: int) -> bool:
         """Take one token. Returns False, changing nothing, if the token is not allowed."""
-        after = self._after(self._config, token_id)
-        if after is False:
-            return False
-        self._push(after)
-        return True
+        allowed, after = self._after(self._config, token_id)
+        if allowed:
+            self._push(after)
+        return allowed
 
     def validate_tokens(self, token_ids: Iterable[int]) -> int:
         """How many of `token_ids`, from the first, could be taken in a row; the state is unchanged.
 
         Engines use it to trim a speculative draft to its longest valid prefix.
         """
-        config: Config | None | bool = self._config
+        config = self._config
         count = 0
         for token_id in token_ids:
-            config = self._after(config, int(token_id))
-            if config is False:
+            allowed, config = self._after(config, int(token_id))
+            if not allowed:
                 break
             count += 1
         return count
