@@ -1,8 +1,9 @@
 """Grammar + vocabulary → `CompiledGrammar`: the immutable, shareable half of constrained decoding.
 
-A compiled grammar holds the parser (vocabulary-independent) and the token-mask computer for one
-vocabulary, with their caches. Many matchers, in many threads, can share one. `compile` keeps the
-most recently used compiled grammars, keyed by grammar and vocabulary fingerprint.
+A compiled grammar holds the parser (vocabulary-independent), the token-mask computer for one
+vocabulary, and the one bounded cache (`EngineCache`) where both keep what they learn while
+decoding. Many matchers, in many threads, can share one. `compile` keeps the most recently used
+compiled grammars, keyed by grammar and vocabulary fingerprint, within a total byte budget.
 """
 
 from __future__ import annotations
@@ -11,12 +12,14 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 
+from grammask.engine.cache import CacheStats, EngineCache
 from grammask.engine.masks import MaskComputer
 from grammask.engine.parser import Parser
 from grammask.errors import GrammarError
 from grammask.ir.grammar import Grammar, Token
 from grammask.ir.normalise import BNF, normalise
 from grammask.limits import DEFAULT_LIMITS, Limits
+from grammask.matcher import Matcher
 from grammask.vocab import Vocabulary
 
 __all__ = ["CompiledGrammar", "compile"]
@@ -32,21 +35,28 @@ class CompiledGrammar:
         #: What a lenient front-end dropped (e.g. an unenforceable JSON Schema keyword).
         self.warnings: list[str] = list(grammar.warnings)
         bnf = normalise(grammar, limits)
-        self.parser = Parser(bnf, _token_ids(bnf, vocab), limits)
+        self.cache = EngineCache(limits.max_cache_bytes)
+        self.parser = Parser(bnf, _token_ids(bnf, vocab), limits, self.cache)
         self.masks = MaskComputer(self.parser, vocab)
-        # The first mask is needed right away, and computing it here makes the lexers it builds
+        # The first mask is needed right away, and computing it here makes the lexemes it needs
         # fail (over a limit) at compile time rather than at the first decoding step.
         self.masks.mask(self.parser.initial)
 
-    def matcher(self, stop_token_ids: Iterable[int] | None = None):
+    def matcher(self, *, stop_token_ids: Iterable[int] | None = None) -> Matcher:
         """A fresh matcher at the start of the grammar.
 
-        `stop_token_ids` replaces the vocabulary's end tokens for this matcher (an engine's
-        per-request end set: EOS plus the request's stop ids).
-        """
-        from grammask.matcher import Matcher
+        `stop_token_ids` replaces the vocabulary's end-of-sequence tokens for this matcher (an
+        engine passes the request's own end set)."""
+        return Matcher(self, stop_token_ids=stop_token_ids)
 
-        return Matcher(self, stop_token_ids)
+    def cache_stats(self) -> CacheStats:
+        """Entries, bytes, hits, misses and evictions of this grammar's cache."""
+        return self.cache.stats()
+
+    @property
+    def nbytes(self) -> int:
+        """Memory held by this grammar's caches and lexer (estimated for Python objects)."""
+        return self.cache.nbytes + self.parser.lexer.nbytes
 
 
 def _token_ids(bnf: BNF, vocab: Vocabulary) -> list[tuple[int, ...]]:
@@ -71,7 +81,10 @@ _cache_lock = threading.Lock()
 
 
 def compile(grammar: Grammar, vocab: Vocabulary, *, limits: Limits | None = None) -> CompiledGrammar:
-    """Compile `grammar` for `vocab` (cached: the same grammar and vocabulary give the same object)."""
+    """Compile `grammar` for `vocab` (cached: the same grammar and vocabulary give the same object).
+
+    The cache keeps at most `limits.max_cached_grammars` grammars holding at most
+    `limits.max_compile_cache_bytes` together, least recently used out first."""
     limits = limits or DEFAULT_LIMITS
     key = (grammar.start, tuple(grammar.rules.items()), tuple(grammar.warnings), vocab.fingerprint, limits)
     with _cache_lock:
@@ -82,6 +95,8 @@ def compile(grammar: Grammar, vocab: Vocabulary, *, limits: Limits | None = None
     compiled = CompiledGrammar(grammar, vocab, limits)
     with _cache_lock:
         _cache[key] = compiled
-        while len(_cache) > limits.max_cached_grammars:
-            _cache.popitem(last=False)
+        total = sum(c.nbytes for c in _cache.values())
+        while len(_cache) > 1 and (len(_cache) > limits.max_cached_grammars or total > limits.max_compile_cache_bytes):
+            _, evicted = _cache.popitem(last=False)
+            total -= evicted.nbytes
     return compiled

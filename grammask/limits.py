@@ -1,7 +1,8 @@
 """Every compile-time and run-time limit, with its default and what it costs.
 
 Limits turn state blow-up into a `GrammarError` instead of exhausting memory or time. Change them
-for one call by passing a `Limits` to the function that takes one, or globally with `DEFAULT_LIMITS`.
+for one call by passing a `Limits` (e.g. `dataclasses.replace(DEFAULT_LIMITS, ...)`) to the
+function that takes one; `DEFAULT_LIMITS` itself is frozen.
 """
 
 from __future__ import annotations
@@ -22,9 +23,19 @@ class Limits:
     max_grammar_rules: int = 100_000
     #: Bytes of text the grammar may force in one `forced_text()` call.
     max_forced_bytes: int = 4096
-    #: Token masks kept per compiled grammar, for parser configurations and, separately, for their
-    #: scans: each costs V/8 bytes (16 KiB for a 128k vocabulary), so at most ~2 x 160 MiB.
-    max_cached_masks: int = 10_000
+    #: Bytes of derived data one compiled grammar keeps (token masks at V/8 bytes each, i.e. 16 KiB
+    #: for a 128k vocabulary; trie walks; parser transitions): least recently used first out.
+    #: Eviction never changes a result, it only costs recomputation.
+    max_cache_bytes: int = 128 * 2**20
+    #: Bytes all the grammars in `grammask.compile`'s cache may hold together (their caches and
+    #: lexer tables, measured at each compile); least recently used grammars go first.
+    max_compile_cache_bytes: int = 1024 * 2**20
+    #: States of one grammar's lazily built lexer (about 1 KiB each, never evicted while the
+    #: compiled grammar lives). Reaching it raises `GrammarError`.
+    max_lexer_states: int = 50_000
+    #: Earley sets and parser configurations kept for sharing (hash-consing) per compiled grammar;
+    #: over it the tables start again empty, which loses sharing but changes no result.
+    max_parser_states: int = 50_000
     #: Compiled grammars kept by `grammask.compile`'s cache.
     max_cached_grammars: int = 64
     #: Tokens a matcher keeps for `rollback`.

@@ -7,7 +7,7 @@ budget never cuts output short).
 - bytes are grouped by what they do: two bytes that move every live lexer to the same states lead
   to the same parser state, so one representative per group is stepped (inside a JSON string the
   ~200 allowed bytes fall into a handful of groups);
-- results are memoised per parser state (weakly, so they go when the compiled grammar goes).
+- results are memoised per parser state in the grammar's bounded cache.
 
 The search follows text only: a completion that needs a special token (a grammar `Token` item)
 is not found, and the search gives up after `max_states` states; both return None.
@@ -15,15 +15,11 @@ is not found, and the search gives up after `max_states` states; both return Non
 
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 
 from grammask.engine.parser import Config, Parser
 
 __all__ = ["shortest_completion"]
-
-_memo: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def shortest_completion(parser: Parser, start: Config, *, max_states: int = 20_000) -> bytes | None:
@@ -31,15 +27,17 @@ def shortest_completion(parser: Parser, start: Config, *, max_states: int = 20_0
     completion is found within `max_states` parser states or it needs a special token."""
     if start.accepting:
         return b""
-    if start in _memo:
-        return _memo[start]
+    key = ("completion", start)
+    cached = parser.cache.get(key, False)
+    if cached is not False:
+        return cached
     parents = {start: None}
     frontier = [start]
     found = None
     while frontier and found is None and len(parents) < max_states:
         following = []
         for config in frontier:
-            for byte in _representative_bytes(config):
+            for byte in _representative_bytes(parser, config):
                 after = parser.step_bytes(config, bytes((byte,)))
                 if after is None or after in parents:
                     continue
@@ -52,16 +50,16 @@ def shortest_completion(parser: Parser, start: Config, *, max_states: int = 20_0
                 break
         frontier = following
     result = None if found is None else _spell(found, parents)
-    _memo[start] = result
+    parser.cache.put(key, result, len(result or b""))
     return result
 
 
-def _representative_bytes(config) -> list[int]:
+def _representative_bytes(parser: Parser, config: Config) -> list[int]:
     """One byte for each group of bytes that moves every live lexer of `config` the same way."""
-    rows = [earley_set.lexer.transitions[state] for earley_set, state in config.scans if earley_set.lexer is not None]
+    rows = [parser.lexer.row(state) for _, state in config.scans]
     if not rows:
         return []
-    moves = np.stack(rows)  # [scans, 256]: the lexer state after each byte
+    moves = np.array(rows)  # [scans, 256]: the lexer state after each byte
     alive = moves.any(axis=0)
     _, first = np.unique(moves[:, alive].T, axis=0, return_index=True)
     return np.flatnonzero(alive)[np.sort(first)].tolist()

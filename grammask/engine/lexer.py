@@ -1,14 +1,25 @@
-"""Lexers: one deterministic byte automaton for a set of lexemes that may start at the same place.
+"""`Lexer`: one lazily built deterministic byte automaton over all the lexemes of a grammar.
 
-Where the parser expects several terminals at once (a JSON value: `{`, `[`, a string, a number, ...),
-running their DFAs in lockstep as one product DFA means the token trie is walked once per lexer
-state rather than once per terminal. A lexer state knows which terminals it has matched in full.
+A lexer state is a set of `(terminal, DFA state)` pairs: the lexemes still alive after the bytes
+read since the last lexeme boundary, each in its own DFA's state. The parser asks for the state
+where the lexemes it expects start (`start`), and bytes move it (`row`, `step`, `gather`). Each
+state's row of 256 successors is computed the first time it is needed and kept in one table, so
+only the combinations a parse reaches are ever built — no product automaton per Earley set — and
+everything cached per lexer state (token walks, above all) is shared by every Earley set, nesting
+depth and rule that reaches it.
 
-State 0 is dead and state 1 is the start, as for `ByteDFA`. Acceptance of the start state is never
-consulted: lexemes are non-empty in the parser (see `grammask.ir.normalise`).
+Rows are exact: bytes are grouped by their full column of component successors (`np.unique` on
+columns), never by a hash. A start state is a state of its own even when its pairs equal a state
+reached by bytes: the parser needs to know that a lexeme has not started yet (special tokens may
+only come there).
+
+State 0 is dead: no pair alive, its row all zeros.
 """
 
 from __future__ import annotations
+
+import threading
+from collections.abc import Callable
 
 import numpy as np
 
@@ -18,86 +29,167 @@ from grammask.limits import Limits
 
 __all__ = ["Lexer"]
 
+Pairs = tuple[tuple[int, int], ...]
+
 
 class Lexer:
-    """The product DFA of `dfas`, whose terminal ids are `terminals` (same order)."""
+    """The lexer of one grammar: `dfa(k)` gives the DFA of lexeme terminal `k` (compiled on demand)."""
 
-    __slots__ = ("terminals", "transitions", "accepting", "accepts", "_rows", "_next_bytes")
-
-    def __init__(self, terminals: tuple[int, ...], dfas: list[ByteDFA], limits: Limits) -> None:
-        self.terminals = terminals
-        if len(dfas) == 1:
-            dfa = dfas[0]
-            self.transitions = np.ascontiguousarray(dfa.transitions, dtype=np.int32)
-            self.accepting = np.asarray(dfa.accepting, dtype=bool)
-            self.accepts = [terminals if a else () for a in self.accepting.tolist()]
-        else:
-            self._build_product(dfas, limits)
-        self._rows: list[list[int]] | None = None
-        self._next_bytes: dict[int, np.ndarray] = {}
-
-    def _build_product(self, dfas: list[ByteDFA], limits: Limits) -> None:
-        # Bytes that every component treats alike form one class; the product works per class.
-        # Columns are compared by a random 64-bit projection (a collision would merge two classes;
-        # at 2**-64 per pair it is not a practical concern) instead of sorting whole columns.
-        rng = np.random.default_rng(0)
-        signature = np.zeros(256, dtype=np.uint64)
-        for dfa in dfas:
-            weights = rng.integers(1, 2**63, size=dfa.n_states, dtype=np.uint64)
-            signature = signature * np.uint64(0x9E3779B97F4A7C15) + (weights[:, None] * dfa.transitions.astype(np.uint64)).sum(axis=0)
-        _, byte_class = np.unique(signature, return_inverse=True)
-        byte_class = byte_class.reshape(-1)
-        representatives = np.unique(byte_class, return_index=True)[1]
-        tables = [dfa.transitions[:, representatives] for dfa in dfas]  # [S_c, classes]
-        n_classes = len(representatives)
-        k = len(dfas)
-        # A product state is the row of its component states (0 = that component is dead).
-        rows = [np.zeros(k, dtype=np.int32), np.ones(k, dtype=np.int32)]
-        ids = {rows[0].tobytes(): 0, rows[1].tobytes(): 1}
-        targets: list[np.ndarray] = [np.zeros(n_classes, dtype=np.int32)]
-        frontier = np.array([1])
-        while frontier.size:
-            states = np.stack([rows[i] for i in frontier.tolist()])  # [f, k]
-            nxt = np.stack([tables[c][states[:, c]] for c in range(k)], axis=-1)  # [f, classes, k]
-            flat = np.ascontiguousarray(nxt.reshape(-1, k))
-            keys = flat.view(np.dtype((np.void, 4 * k))).reshape(-1)
-            unique_keys, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-            unique_ids = np.empty(len(unique_keys), dtype=np.int32)
-            new = []
-            for j, key in enumerate(unique_keys.tolist()):
-                found = ids.get(key)
-                if found is None:
-                    found = ids[key] = len(rows)
-                    rows.append(flat[first[j]])
-                    new.append(found)
-                unique_ids[j] = found
-            if len(rows) > limits.max_dfa_states:
-                raise GrammarError(
-                    f"lexer too large: more than {limits.max_dfa_states} states for {k} "
-                    "lexemes that may start at one place (Limits.max_dfa_states)"
-                )
-            targets.extend(unique_ids[inverse.reshape(len(frontier), n_classes)])
-            frontier = np.array(new, dtype=np.int64)
-        self.transitions = np.ascontiguousarray(np.stack(targets)[:, byte_class], dtype=np.int32)
-        product = np.stack(rows)
-        accepting_parts = np.stack([dfas[c].accepting[product[:, c]] for c in range(k)], axis=-1)
-        self.accepting = accepting_parts.any(axis=1)
-        self.accepts = [tuple(self.terminals[c] for c in np.flatnonzero(row)) for row in accepting_parts]
+    def __init__(self, dfa: Callable[[int], ByteDFA], limits: Limits) -> None:
+        self._dfa = dfa
+        self._limit = limits.max_lexer_states
+        self._lock = threading.RLock()
+        self._pairs: list[Pairs] = [()]
+        self._ids: dict[tuple[Pairs, bool], int] = {((), False): 0}
+        #: per terminal: the base of its block of single-lexeme states (see `_single`)
+        self._bases: dict[int, int] = {}
+        capacity = 64
+        self.table = np.zeros((capacity, 256), dtype=np.int32)
+        self.expanded = np.zeros(capacity, dtype=bool)
+        self.expanded[0] = True
+        self.accepting = np.zeros(capacity, dtype=bool)
+        #: per state: the terminals whose lexeme is complete there
+        self.accepts: list[tuple[int, ...]] = [()]
+        self._rows: list[list[int] | None] = [[0] * 256]
 
     @property
     def n_states(self) -> int:
-        return len(self.transitions)
+        return len(self._pairs)
 
-    def rows(self) -> list[list[int]]:
-        """The transition table as Python lists, for byte-at-a-time stepping."""
-        if self._rows is None:
-            self._rows = self.transitions.tolist()
-        return self._rows
+    @property
+    def nbytes(self) -> int:
+        return int(self.table.nbytes + self.expanded.nbytes + self.accepting.nbytes) + 200 * self.n_states
 
-    def next_bytes(self, state: int) -> np.ndarray:
-        """The bytes that keep the lexer alive from `state`."""
-        found = self._next_bytes.get(state)
+    def pairs(self, state: int) -> Pairs:
+        """The `(terminal, DFA state)` pairs alive in `state`."""
+        return self._pairs[state]
+
+    # -- states -----------------------------------------------------------------------------------
+
+    def start(self, terminals: tuple[int, ...]) -> int:
+        """The state before the first byte of a lexeme that may be any of `terminals`."""
+        with self._lock:
+            return self._intern(tuple((k, 1) for k in sorted(terminals)), True)
+
+    def _intern(self, pairs: Pairs, is_start: bool = False) -> int:
+        key = (pairs, is_start)
+        found = self._ids.get(key)
+        if found is not None:
+            return found
+        if len(pairs) == 1 and not is_start:
+            terminal, dfa_state = pairs[0]
+            return self._single(terminal) + dfa_state
+        state = len(self._pairs)
+        if state >= self._limit:
+            raise self._too_many()
+        if state == len(self.expanded):
+            self._grow()
+        done = tuple(k for k, s in pairs if self._dfa(k).accepting[s])
+        self._pairs.append(pairs)
+        self.accepts.append(done)
+        self.accepting[state] = bool(done)
+        self._rows.append(None)
+        self._ids[key] = state
+        return state
+
+    def _single(self, terminal: int) -> int:
+        """The id of `(terminal, 0)`'s block: `(terminal, s)` alone is state `base + s` (s > 0).
+
+        A lexeme alone is the common case (after a lexeme's first bytes, the others have died),
+        so each DFA gets a block of ids whose rows are its own transitions, made in one step."""
+        base = self._bases.get(terminal)
+        if base is None:
+            dfa = self._dfa(terminal)
+            n = dfa.n_states
+            base = len(self._pairs) - 1  # state s of the DFA is base + s; its dead state is not used
+            if base + n > self._limit:
+                raise self._too_many()
+            while base + n > len(self.expanded):
+                self._grow()
+            block = slice(base + 1, base + n)
+            self.table[block] = np.where(dfa.transitions[1:] > 0, dfa.transitions[1:] + base, 0)
+            self.expanded[block] = True
+            self.accepting[block] = dfa.accepting[1:]
+            self._pairs.extend(((terminal, s),) for s in range(1, n))
+            self.accepts.extend((terminal,) if a else () for a in dfa.accepting[1:].tolist())
+            self._rows.extend([None] * (n - 1))
+            self._ids.update(((((terminal, s),), False), base + s) for s in range(1, n))
+            self._bases[terminal] = base
+        return base
+
+    def _too_many(self) -> GrammarError:
+        return GrammarError(
+            f"lexer too large: more than {self._limit} states (Limits.max_lexer_states); "
+            "the grammar's lexemes combine in too many ways"
+        )
+
+    def _grow(self) -> None:
+        capacity = 2 * len(self.expanded)
+        table = np.zeros((capacity, 256), dtype=np.int32)
+        table[: len(self.table)] = self.table
+        self.table = table
+        self.expanded = np.concatenate([self.expanded, np.zeros(capacity - len(self.expanded), dtype=bool)])
+        self.accepting = np.concatenate([self.accepting, np.zeros(capacity - len(self.accepting), dtype=bool)])
+
+    # -- rows -------------------------------------------------------------------------------------
+
+    def row(self, state: int) -> list[int]:
+        """The successor of `state` on each byte, as a list (for byte-at-a-time stepping)."""
+        found = self._rows[state]
         if found is None:
-            found = np.flatnonzero(self.transitions[state])
-            self._next_bytes[state] = found
+            self.ensure(np.array([state]))
+            found = self._rows[state] = self.table[state].tolist()
         return found
+
+    def step(self, state: int, byte: int) -> int:
+        return self.row(state)[byte]
+
+    def gather(self, states: np.ndarray, data: np.ndarray) -> np.ndarray:
+        """The successors of `states[i]` on `data[i]`, all at once."""
+        self.ensure(states)
+        return self.table[states, data]
+
+    def ensure(self, states: np.ndarray) -> None:
+        """Compute the rows of the given states that are not computed yet."""
+        if self.expanded[states].all():
+            return
+        with self._lock:
+            missing = np.unique(states[~self.expanded[states]])
+            if missing.size:
+                self._expand(missing)
+
+    def _expand(self, states: np.ndarray) -> None:
+        for state in states.tolist():
+            pairs = self._pairs[state]
+            if len(pairs) == 1:  # a start state of one lexeme: the row of its block's start
+                first = self._single(pairs[0][0]) + 1
+                row = self.table[first].copy()
+            elif pairs:
+                row = self._product_row(pairs)
+            else:
+                continue
+            self.table[state] = row  # after the row is made: making it may grow the table
+        self.expanded[states] = True
+
+    def _product_row(self, pairs: Pairs) -> np.ndarray:
+        """The row of a state with several pairs: bytes grouped by their exact column of targets
+        (columns numbered in mixed radix, exact; as raw bytes when that would overflow)."""
+        terminals = [k for k, _ in pairs]
+        dfas = [self._dfa(k) for k in terminals]
+        targets = np.stack([dfa.transitions[s] for dfa, (_, s) in zip(dfas, pairs)])  # [m, 256]
+        sizes = [dfa.n_states for dfa in dfas]
+        if sum(np.log2(sizes)) < 62:
+            key = np.zeros(256, dtype=np.int64)
+            for row, size in zip(targets, sizes):
+                key = key * size + row
+        else:
+            key = np.ascontiguousarray(targets.T).view(np.dtype((np.void, 4 * len(pairs)))).reshape(-1)
+        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        ids = np.empty(len(first), dtype=np.int32)
+        for j, column in enumerate(targets[:, first].T.tolist()):
+            ids[j] = self._intern(tuple((k, s) for k, s in zip(terminals, column) if s))
+        return ids[inverse.reshape(-1)]
+
+    def next_bytes(self, state: int) -> list[int]:
+        """The bytes that keep the lexer alive from `state`."""
+        return [b for b, t in enumerate(self.row(state)) if t]

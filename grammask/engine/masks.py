@@ -1,18 +1,22 @@
 """Exact token masks: which tokens may come next from a parser `Config`.
 
 A token is allowed when its bytes can be consumed from the config. For one scan `(earley_set, q)`
-the bytes first run through that set's lexer from state `q`; two things can happen:
+the bytes first run through the lexer from state `q`; two things can happen:
 
 - the lexer stays alive to the token's last byte: the token is allowed whatever the context. These
-  tokens depend only on `(lexer, q)`; one walk down the token trie finds them all (`TokenWalk`).
+  tokens depend only on `q`; one walk down the token trie finds them all (`TokenWalk`), cached per
+  lexer state and so shared by every Earley set, depth and rule that reaches `q`.
 - the lexer accepts after a proper prefix of the token: the lexeme may end there, the parser moves on
   (`Parser.complete`) and the rest of the token must be valid from the new Earley set. The same walk
   lists these *split candidates* (token, offset, lexer state); they are checked against the parser,
   all at once with numpy, recursing through as many lexemes as the token spans.
 
-The walk is vectorised level by level over the trie and pruned at dead nodes. Results are cached per
-`(lexer, q)` (context-free part) and per scan (with context), and the whole mask per `Config`, so a
-parse that returns to a known state pays one array copy.
+Split candidates are checked from the *abstract* Earley set (older origins replaced by a
+placeholder, see `grammask.engine.parser`), so the result is shared by every nesting depth. A
+candidate rejected only because the check reached the placeholder is *unsure*; those few are checked
+again from the concrete set. Results live in the grammar's `EngineCache`: walks per lexer state,
+abstract results per (abstract set, lexer state), masks per scan and per config, so a parse that
+returns to a known state pays one array copy.
 """
 
 from __future__ import annotations
@@ -22,15 +26,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grammask.engine.lexer import Lexer
 from grammask.engine.parser import Config, EarleySet, Parser
 from grammask.vocab import TokenTrie, Vocabulary
 
 __all__ = ["MaskComputer", "TokenWalk"]
-
-#: Below this many split candidates in one group, they are checked one by one in Python.
-_FEW = 8
-
 
 @dataclass(frozen=True)
 class TokenWalk:
@@ -40,6 +39,10 @@ class TokenWalk:
     split_tokens: np.ndarray  # int32: tokens whose prefix is a complete lexeme...
     split_offsets: np.ndarray  # ... of this many bytes ...
     split_states: np.ndarray  # ... ending in this accepting lexer state
+
+    @property
+    def nbytes(self) -> int:
+        return self.alive.nbytes + self.split_tokens.nbytes + self.split_offsets.nbytes + self.split_states.nbytes
 
 
 def _has_bits(packed: np.ndarray, tokens: np.ndarray) -> np.ndarray:
@@ -98,6 +101,8 @@ class MaskComputer:
 
     def __init__(self, parser: Parser, vocab: Vocabulary) -> None:
         self.parser = parser
+        self.lexer = parser.lexer
+        self.cache = parser.cache
         self.vocab = vocab
         self.trie = vocab.trie
         self.size = vocab.size
@@ -112,19 +117,26 @@ class MaskComputer:
         eos_only[self._eos] = True
         #: The mask after an end-of-sequence token: only end-of-sequence tokens (padding).
         self.eos_mask = self.pack(eos_only)
-        self._walks: dict[tuple[int, int], TokenWalk] = {}
-        self._scan_masks: dict[tuple[int, int], np.ndarray] = {}
+        self.eos_mask.flags.writeable = False
+        #: Trie walks done (not served from the cache), for tests and statistics.
+        self.walks_computed = 0
 
     # -- public -----------------------------------------------------------------------------------
 
     def mask(self, config: Config) -> np.ndarray:
-        """The packed int32 bitmask of `config` (cached on it; do not modify)."""
-        found = config.mask
+        """The packed int32 bitmask of `config` (cached; read-only)."""
+        key = ("mask", config)
+        found = self.cache.get(key)
         if found is None:
-            found = self.eos_mask.copy() if config.accepting else np.zeros(self.words, dtype=np.int32)
-            for earley_set, state in config.scans:
-                found |= self._scan_mask(earley_set, state)
-            config.mask = found
+            scans = config.scans
+            if len(scans) == 1 and not config.accepting:
+                found = self._scan_mask(*scans[0])
+            else:
+                found = self.eos_mask.copy() if config.accepting else np.zeros(self.words, dtype=np.int32)
+                for earley_set, state in scans:
+                    found |= self._scan_mask(earley_set, state)
+                found.flags.writeable = False
+            self.cache.put(key, found, found.nbytes)
         return found
 
     def pack(self, allowed: np.ndarray) -> np.ndarray:
@@ -150,47 +162,63 @@ class MaskComputer:
     # -- per scan ---------------------------------------------------------------------------------
 
     def _scan_mask(self, earley_set: EarleySet, state: int) -> np.ndarray:
-        """The packed mask of the tokens one scan allows (cached per scan)."""
-        key = (id(earley_set), state)
-        cache = self._scan_masks
-        found = cache.get(key)
-        if found is not None and found[0] is earley_set:
-            return found[1]
-        lexer = earley_set.lexer
-        if lexer is None:
-            packed = np.zeros(self.words, dtype=np.int32)
-        else:
-            walk = self.walk(lexer, state)
-            packed = walk.alive.copy()
-            if walk.split_tokens.size:
-                todo = ~_has_bits(packed, walk.split_tokens)
-                ok = self._after_lexeme(
-                    earley_set, lexer, walk.split_tokens[todo], walk.split_offsets[todo], walk.split_states[todo]
-                )
-                _set_bits(packed, walk.split_tokens[todo][ok])
-        if state == 1 and earley_set.tokens:
-            _set_bits(packed, np.fromiter(earley_set.tokens, dtype=np.int64))
-        if len(cache) >= self.parser.limits.max_cached_masks:
-            cache.clear()
-        cache[key] = (earley_set, packed)
+        """The packed mask of the tokens one scan allows (cached per scan; read-only)."""
+        key = ("scan", earley_set, state)
+        found = self.cache.get(key)
+        if found is not None:
+            return found
+        abstract = self.parser.abstract(earley_set)
+        packed, unsure = self._abstract_scan(abstract, state)
+        if unsure.tokens.size:
+            ok, _ = self._after_lexeme(earley_set, unsure.tokens, unsure.offsets, unsure.states)
+            if ok.any():
+                packed = packed.copy()
+                _set_bits(packed, unsure.tokens[ok])
+                packed.flags.writeable = False
+        self.cache.put(key, packed, packed.nbytes)
         return packed
 
-    def walk(self, lexer: Lexer, state: int) -> TokenWalk:
-        key = (id(lexer), state)
-        found = self._walks.get(key)
-        if found is None:
-            found = self._walk(lexer, state)
-            self._walks[key] = found
+    def _abstract_scan(self, abstract: EarleySet, state: int) -> tuple[np.ndarray, _Splits]:
+        """The mask of a scan from an abstract set, and the split candidates it is unsure of."""
+        key = ("abstract", abstract, state)
+        found = self.cache.get(key)
+        if found is not None:
+            return found
+        walk = self.walk(state)
+        packed = walk.alive.copy()
+        unsure = _NO_SPLITS
+        if walk.split_tokens.size:
+            todo = ~_has_bits(packed, walk.split_tokens)
+            tokens, offsets, states = walk.split_tokens[todo], walk.split_offsets[todo], walk.split_states[todo]
+            ok, doubt = self._after_lexeme(abstract, tokens, offsets, states)
+            _set_bits(packed, tokens[ok])
+            doubt &= ~_has_bits(packed, tokens)
+            if doubt.any():
+                unsure = _Splits(tokens[doubt], offsets[doubt], states[doubt])
+        if state == abstract.lex_start and abstract.tokens:
+            _set_bits(packed, np.fromiter(abstract.tokens, dtype=np.int64))
+        packed.flags.writeable = False
+        found = (packed, unsure)
+        self.cache.put(key, found, packed.nbytes + unsure.nbytes)
         return found
 
-    def _walk(self, lexer: Lexer, start: int) -> TokenWalk:
+    def walk(self, state: int) -> TokenWalk:
+        """What lexer state `state` does to every text token (cached)."""
+        key = ("walk", state)
+        found = self.cache.get(key)
+        if found is None:
+            found = self._walk(state)
+            self.walks_computed += 1
+            self.cache.put(key, found, found.nbytes)
+        return found
+
+    def _walk(self, start: int) -> TokenWalk:
         """Step every trie node's prefix through the lexer, one trie level at a time.
 
         A level is computed sparsely (only the children of live nodes) when few nodes are live,
         densely (one gather over the whole level) otherwise; the dead state maps to itself.
         """
-        trie = self.trie
-        table = lexer.transitions.ravel()
+        trie, lexer = self.trie, self.lexer
         bounds = trie.depth_start
         node_state = np.zeros(trie.n_nodes + 1, dtype=np.int32)  # the extra node: "no node", always dead
         node_state[0] = start
@@ -208,7 +236,7 @@ class MaskComputer:
                     break
                 dense = 3 * total > level_hi - level_lo
             if dense:
-                states = table[node_state[self._parent[level_lo:level_hi]] * 256 + self._byte[level_lo:level_hi]]
+                states = lexer.gather(node_state[self._parent[level_lo:level_hi]], self._byte[level_lo:level_hi])
                 node_state[level_lo:level_hi] = states
                 live_count = int(np.count_nonzero(states))
                 if live_count == 0:
@@ -222,19 +250,20 @@ class MaskComputer:
                 frontier_state = states[frontier - level_lo]
             else:
                 children = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(total)
-                states = table[np.repeat(frontier_state, counts) * 256 + self._byte[children]]
+                states = lexer.gather(np.repeat(frontier_state, counts), self._byte[children])
                 live = states != 0
                 frontier, frontier_state = children[live], states[live]
                 node_state[frontier] = frontier_state
             live_nodes.append(frontier)
+        accepting = lexer.accepting
         if any(n is None for n in live_nodes):  # a large level was dense: read the whole trie
             alive = self.pack(node_state[self._token_node] != 0)
-            nodes = np.flatnonzero(lexer.accepting[node_state[:-1]] & self._has_below)
+            nodes = np.flatnonzero(accepting[node_state[:-1]] & self._has_below)
         else:
             nodes = np.concatenate(live_nodes) if live_nodes else np.zeros(0, dtype=np.int64)
             alive = np.zeros(self.words, dtype=np.int32)
             _set_bits(alive, self._tokens_in(self._end_lo[nodes], self._end_hi[nodes]))
-            nodes = nodes[lexer.accepting[node_state[nodes]] & self._has_below[nodes]]
+            nodes = nodes[accepting[node_state[nodes]] & self._has_below[nodes]]
         nodes = nodes[nodes > 0]
         node_states = node_state[nodes]
         # Split candidates: tokens strictly below a node where a lexeme is complete.
@@ -242,6 +271,7 @@ class MaskComputer:
         tokens = self._tokens_in(lo, hi)
         offsets = np.repeat(trie.depth[nodes], hi - lo).astype(np.int64)
         states = np.repeat(node_states, hi - lo)
+        alive.flags.writeable = False
         return TokenWalk(alive, tokens, offsets, states)
 
     def _tokens_in(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -253,53 +283,69 @@ class MaskComputer:
     # -- across lexeme boundaries -----------------------------------------------------------------
 
     def _after_lexeme(
-        self, earley_set: EarleySet, lexer: Lexer, tokens: np.ndarray, offsets: np.ndarray, states: np.ndarray
-    ) -> np.ndarray:
+        self, earley_set: EarleySet, tokens: np.ndarray, offsets: np.ndarray, states: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """For each token, whether its bytes from `offset` on can follow once the lexeme that
-        started at `earley_set` ends in lexer state `state`."""
+        started at `earley_set` ends in lexer state `state`; and, for the rejected ones, whether
+        the rejection is unsure (it happened past a completion into the placeholder)."""
         ok = np.zeros(len(tokens), dtype=bool)
+        unsure = np.zeros(len(tokens), dtype=bool)
+        accepts = self.lexer.accepts
         for state in np.unique(states).tolist():
             chosen = np.flatnonzero(states == state)
-            made = self.parser.complete(earley_set, lexer.accepts[state])
-            if len(chosen) <= _FEW:
-                ok[chosen] = self._suffix_valid_few(made, tokens[chosen], offsets[chosen])
-            else:
-                ok[chosen] = self._suffix_valid(made, tokens[chosen], offsets[chosen])
-        return ok
+            made = self.parser.complete(earley_set, accepts[state])
+            ok[chosen], unsure[chosen] = self._suffix_valid(made, tokens[chosen], offsets[chosen])
+        return ok, unsure
 
-    def _suffix_valid_few(self, earley_set: EarleySet, tokens: np.ndarray, offsets: np.ndarray) -> list[bool]:
-        """`_suffix_valid` for a handful of tokens: stepping the parser byte by byte is cheaper
-        than a round of array operations."""
-        parser, token_bytes = self.parser, self.vocab.token_bytes
-        config = parser.config_after_set(earley_set)
-        return [parser.step_bytes(config, token_bytes[t][o:]) is not None for t, o in zip(tokens.tolist(), offsets.tolist())]
-
-    def _suffix_valid(self, earley_set: EarleySet, tokens: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    def _suffix_valid(
+        self, earley_set: EarleySet, tokens: np.ndarray, offsets: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Whether each token's bytes from its offset (non-empty) can start at the fresh lexeme
-        boundary `earley_set`."""
+        boundary `earley_set`, and whether a rejection is unsure."""
         ok = np.zeros(len(tokens), dtype=bool)
-        lexer = earley_set.lexer
-        if lexer is None or not len(tokens):
-            return ok
-        trie = self.trie
-        table, accepting = lexer.transitions, lexer.accepting
+        unsure = np.zeros(len(tokens), dtype=bool)
+        if not len(tokens):
+            return ok, unsure
+        trie, lexer = self.trie, self.lexer
+        tainted = earley_set.tainted
         index = np.arange(len(tokens))
         starts = trie.token_start[tokens]
         ends = trie.token_len[tokens].astype(np.int64)
         position = offsets.astype(np.int64)
-        state = np.ones(len(tokens), dtype=np.int32)
+        state = np.full(len(tokens), earley_set.lex_start, dtype=np.int32)
         while index.size:
-            state = table[state, trie.flat_bytes[starts[index] + position]]
+            state = lexer.gather(state, trie.flat_bytes[starts[index] + position])
             live = state != 0
+            if tainted:
+                unsure[index[~live]] = True
             index, state, position = index[live], state[live], position[live] + 1
             finished = position == ends[index]
             ok[index[finished]] = True
             going = ~finished
-            split = going & accepting[state]
+            split = going & lexer.accepting[state]
             if split.any():
                 chosen = np.flatnonzero(split)
-                sub = self._after_lexeme(earley_set, lexer, tokens[index[chosen]], position[chosen], state[chosen])
-                ok[index[chosen[sub]]] = True
+                sub_ok, sub_unsure = self._after_lexeme(
+                    earley_set, tokens[index[chosen]], position[chosen], state[chosen]
+                )
+                ok[index[chosen[sub_ok]]] = True
+                unsure[index[chosen[sub_unsure]]] = True
                 going &= ~ok[index]
             index, state, position = index[going], state[going], position[going]
-        return ok
+        return ok, unsure
+
+
+@dataclass(frozen=True)
+class _Splits:
+    """Split candidates: token, offset of the split, lexer state where the lexeme ends."""
+
+    tokens: np.ndarray
+    offsets: np.ndarray
+    states: np.ndarray
+
+    @property
+    def nbytes(self) -> int:
+        return self.tokens.nbytes + self.offsets.nbytes + self.states.nbytes
+
+
+_NO_SPLITS = _Splits(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int32))

@@ -2,25 +2,34 @@
 
 Why Earley: it takes any context-free grammar (ambiguous, left- or right-recursive, with ε-rules)
 without grammar rewriting, which matters when front-ends generate grammars mechanically. Its cost
-is per lexeme, not per byte: between lexeme boundaries the parser only steps lexer DFAs.
+is per lexeme, not per byte: between lexeme boundaries the parser only steps the lexer.
 
 The state of a parse after some text is a `Config`: a set of *scans* `(earley_set, lexer_state)`
-— "a lexeme started where `earley_set` was made and the lexer for that set's expected terminals is
-now in `lexer_state`" — plus whether the text so far is a complete sentence.
+— "a lexeme started where `earley_set` was made and the grammar's lexer is now in `lexer_state`" —
+plus whether the text so far is a complete sentence.
 
 Earley sets are immutable and hash-consed: a set is identified by its items, whose origins are
 themselves canonical sets, so two parses that can continue in exactly the same ways share one object.
 Configs are hash-consed the same way. That turns the parser into a lazily built deterministic
-automaton: work done for one config (its token mask, its successor on a token) is cached on it and
-reused whenever the parse comes back to an equivalent state, at any depth, in any matcher.
+automaton: work done for one config (its token mask, its successor on a token) is cached under it
+(in the grammar's bounded `EngineCache`) and reused whenever the parse comes back to it.
+
+*Abstract sets* make that work shareable across nesting depths. `abstract(s)` is `s` with every
+origin older than `s` replaced by one opaque placeholder: the sets of `(`, `((`, `(((`, ... in
+`root ::= "(" root ")" | "x"` all have the same abstract set. Text read from an abstract set is
+read exactly as from any of its concrete sets, up to the point where a completion needs the
+placeholder's items; sets made past that point are *tainted*, and a text rejected there is only
+"unsure" (`grammask.engine.masks` checks those few against the concrete set).
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 
 from grammask.automata.compile import compile_regex
 from grammask.automata.dfa import ByteDFA
+from grammask.engine.cache import OBJECT_BYTES, EngineCache
 from grammask.engine.lexer import Lexer
 from grammask.ir.grammar import Lex
 from grammask.ir.normalise import BNF, terminal_symbol
@@ -35,9 +44,9 @@ Item = tuple[int, int, "EarleySet | None"]
 class EarleySet:
     """The items of one position of the parse, and what the parser expects there."""
 
-    __slots__ = ("items", "waiting", "lexer", "tokens", "accepting", "after", "__weakref__")
+    __slots__ = ("items", "waiting", "lex_start", "tokens", "accepting", "expects", "tainted", "abstract", "__weakref__")
 
-    def __init__(self, items: frozenset[Item], parser: Parser) -> None:
+    def __init__(self, items: frozenset[Item], parser: Parser, tainted: bool) -> None:
         self.items = items
         waiting: dict[int, list[Item]] = {}
         rhs = parser.rhs
@@ -51,29 +60,30 @@ class EarleySet:
                 accepting = True
         self.waiting = waiting
         self.accepting = accepting
-        lexemes = tuple(sorted(terminal_symbol(s) for s in waiting if s < 0 and parser.is_lexeme[terminal_symbol(s)]))
-        self.lexer = parser.lexer(lexemes) if lexemes else None
+        lexemes = tuple(k for s in waiting if s < 0 and parser.is_lexeme[k := terminal_symbol(s)])
+        #: where a lexeme starting here begins: a lexer state of its own, never reached by bytes
+        self.lex_start = parser.lexer.start(lexemes)
         #: token id → the terminal ids that match it here
         self.tokens: dict[int, tuple[int, ...]] = {}
         for s in waiting:
             if s < 0 and not parser.is_lexeme[k := terminal_symbol(s)]:
                 for token_id in parser.token_ids[k]:
                     self.tokens[token_id] = self.tokens.get(token_id, ()) + (k,)
-        #: cache: terminals completed here → the set made at the end of that lexeme
-        self.after: dict[tuple[int, ...], EarleySet] = {}
+        self.expects = bool(lexemes) or bool(self.tokens)
+        #: made by completing into the opaque placeholder: items of the concrete set may be missing
+        self.tainted = tainted
+        #: this set with its older origins replaced by the placeholder (see `Parser.abstract`)
+        self.abstract: EarleySet | None = None
 
 
 class Config:
     """A parse state between tokens: the live scans and whether the text is a complete sentence."""
 
-    __slots__ = ("scans", "accepting", "next", "mask", "forced", "__weakref__")
+    __slots__ = ("scans", "accepting", "forced", "__weakref__")
 
     def __init__(self, scans: tuple[tuple[EarleySet, int], ...], accepting: bool) -> None:
         self.scans = scans
         self.accepting = accepting
-        #: cache: token id (or bytes) → the config after it, None if not allowed
-        self.next: dict[int | bytes, Config | None] = {}
-        self.mask = None  # token mask, filled in by grammask.engine.masks
         self.forced: bytes | None = None
 
     @property
@@ -81,22 +91,36 @@ class Config:
         return not self.scans and not self.accepting
 
 
+def _placeholder() -> EarleySet:
+    """The stand-in for every origin older than an abstract set: it expects nothing and taints."""
+    opaque = EarleySet.__new__(EarleySet)
+    opaque.items, opaque.waiting, opaque.tokens = frozenset(), {}, {}
+    opaque.lex_start, opaque.accepting, opaque.expects, opaque.tainted = 0, False, False, True
+    opaque.abstract = opaque
+    return opaque
+
+
 class Parser:
     """Everything about a grammar that does not depend on a vocabulary."""
 
-    def __init__(self, bnf: BNF, token_ids: list[tuple[int, ...]], limits: Limits) -> None:
-        """`token_ids[k]` gives the token ids that `Token` terminal k matches (empty for lexemes)."""
+    def __init__(
+        self, bnf: BNF, token_ids: list[tuple[int, ...]], limits: Limits, cache: EngineCache | None = None
+    ) -> None:
+        """`token_ids[k]` gives the token ids that `Token` terminal k matches (empty for lexemes).
+        Derived data goes to `cache` (a fresh one under `limits.max_cache_bytes` if None)."""
         self.bnf = bnf
         self.limits = limits
+        self.cache = cache if cache is not None else EngineCache(limits.max_cache_bytes)
         self.lhs = [lhs for lhs, _ in bnf.productions]
         self.rhs = [rhs for _, rhs in bnf.productions]
         self.is_lexeme = [isinstance(t, Lex) for t in bnf.terminals]
         self.token_ids = token_ids
         self._dfas: dict[int, ByteDFA] = {}
-        self._lexers: dict[tuple[int, ...], Lexer] = {}
-        self._sets: dict[frozenset[Item], EarleySet] = {}
-        self._configs: dict[tuple, Config] = {}
+        self.lexer = Lexer(self.dfa, limits)
+        self._sets: dict[tuple[frozenset[Item], bool], EarleySet] = {}
+        self._configs: dict[tuple[frozenset[tuple[EarleySet, int]], bool], Config] = {}
         self._lock = threading.Lock()
+        self.placeholder = _placeholder()
         self._init_prediction()
         self.root = self._make_set({(0, 0, None)})
         self.initial = self.config_after_set(self.root)
@@ -146,9 +170,10 @@ class Parser:
         self._predicted[nonterminal] = found
         return found
 
-    # -- lexers -----------------------------------------------------------------------------------
+    # -- lexemes --------------------------------------------------------------------------------
 
     def dfa(self, terminal: int) -> ByteDFA:
+        """The DFA of lexeme terminal `terminal`, compiled the first time a set expects it."""
         found = self._dfas.get(terminal)
         if found is None:
             term = self.bnf.terminals[terminal]
@@ -157,16 +182,9 @@ class Parser:
             self._dfas[terminal] = found
         return found
 
-    def lexer(self, terminals: tuple[int, ...]) -> Lexer:
-        found = self._lexers.get(terminals)
-        if found is None:
-            found = Lexer(terminals, [self.dfa(t) for t in terminals], self.limits)
-            self._lexers[terminals] = found
-        return found
-
     # -- Earley sets ------------------------------------------------------------------------------
 
-    def _make_set(self, kernel) -> EarleySet:
+    def _make_set(self, kernel: Iterable[Item], tainted: bool = False) -> EarleySet:
         """The closure of `kernel` (prediction and completion), hash-consed."""
         rhs, lhs_of, nullable = self.rhs, self.lhs, self.nullable
         items: set[Item] = set()
@@ -180,6 +198,7 @@ class Parser:
             body = rhs[p]
             if dot == len(body):
                 if origin is not None:  # completions with origin "here" are ε: handled by `nullable`
+                    tainted = tainted or origin.tainted
                     for p2, d2, o2 in origin.waiting.get(lhs_of[p], ()):
                         stack.append((p2, d2 + 1, origin if o2 is None else o2))
                 continue
@@ -189,20 +208,23 @@ class Parser:
                     items.add((p2, d2, None))
                 if nullable[s]:
                     stack.append((p, dot + 1, origin))
-        key = frozenset(items)
+        key = (frozenset(items), tainted)
         found = self._sets.get(key)
         if found is None:
-            found = EarleySet(key, self)
+            found = EarleySet(key[0], self, tainted)
             with self._lock:
+                if len(self._sets) >= self.limits.max_parser_states:
+                    self._sets.clear()  # sets in use stay valid; only sharing is lost
                 found = self._sets.setdefault(key, found)
         return found
 
     def complete(self, earley_set: EarleySet, terminals: tuple[int, ...]) -> EarleySet:
         """The set made when a lexeme that started at `earley_set` ends as one of `terminals`."""
-        found = earley_set.after.get(terminals)
+        key = ("after", earley_set, terminals)
+        found = self.cache.get(key)
         if found is None:
-            found = self._make_set(self._kernel(earley_set, terminals))
-            earley_set.after[terminals] = found
+            found = self._make_set(self._kernel(earley_set, terminals), earley_set.tainted)
+            self.cache.put(key, found)
         return found
 
     @staticmethod
@@ -213,9 +235,27 @@ class Parser:
                 kernel.append((p, dot + 1, earley_set if origin is None else origin))
         return kernel
 
-    @staticmethod
-    def _expects_anything(earley_set: EarleySet) -> bool:
-        return earley_set.lexer is not None or bool(earley_set.tokens)
+    def abstract(self, earley_set: EarleySet) -> EarleySet:
+        """`earley_set` with every older origin replaced by the placeholder (itself if it has none).
+
+        What text does from the abstract set holds for the concrete one until a completion reaches
+        the placeholder: from there on, sets are tainted."""
+        found = earley_set.abstract
+        if found is None:
+            placeholder = self.placeholder
+            items = frozenset((p, d, None if o is None else placeholder) for p, d, o in earley_set.items)
+            if items == earley_set.items:
+                found = earley_set
+            else:
+                key = (items, earley_set.tainted)
+                found = self._sets.get(key)
+                if found is None:
+                    found = EarleySet(items, self, earley_set.tainted)
+                    with self._lock:
+                        found = self._sets.setdefault(key, found)
+                found.abstract = found
+            earley_set.abstract = found
+        return found
 
     # -- configs ----------------------------------------------------------------------------------
 
@@ -225,57 +265,59 @@ class Parser:
         if found is None:
             found = Config(tuple(scans), accepting)
             with self._lock:
-                if len(self._configs) >= self.limits.max_cached_masks:
+                if len(self._configs) >= self.limits.max_parser_states:
                     self._configs.clear()  # configs in use stay valid; only sharing is lost
                 found = self._configs.setdefault(key, found)
         return found
 
     def config_after_set(self, earley_set: EarleySet) -> Config:
         """The config right after a lexeme boundary that made `earley_set`."""
-        scans = {(earley_set, 1)} if self._expects_anything(earley_set) else set()
+        scans = {(earley_set, earley_set.lex_start)} if earley_set.expects else set()
         return self._config(scans, earley_set.accepting)
 
     def step_bytes(self, config: Config, data: bytes) -> Config | None:
         """The config after `data`, or None if `data` cannot follow."""
         scans = config.scans
         accepting = config.accepting
+        row, accepts = self.lexer.row, self.lexer.accepts
         for byte in data:
             # An Earley set can appear with several lexer states: hash-consing may make the sets of
             # two positions one object when they continue alike.
             stepped: set[tuple[EarleySet, int]] = set()
             completions: list[tuple[EarleySet, tuple[int, ...]]] = []
             for earley_set, state in scans:
-                lexer = earley_set.lexer
-                if lexer is None:
-                    continue
-                state = lexer.rows()[state][byte]
+                state = row(state)[byte]
                 if state:
                     stepped.add((earley_set, state))
-                    if lexer.accepts[state]:
-                        completions.append((earley_set, lexer.accepts[state]))
+                    if accepts[state]:
+                        completions.append((earley_set, accepts[state]))
             accepting = False
             if completions:
                 if len(completions) == 1:
                     made = self.complete(*completions[0])
                 else:
-                    made = self._make_set([item for done in completions for item in self._kernel(*done)])
+                    made = self._make_set(
+                        [item for done in completions for item in self._kernel(*done)],
+                        any(s.tainted for s, _ in completions),
+                    )
                 accepting = made.accepting
-                if self._expects_anything(made):
-                    stepped.add((made, 1))
+                if made.expects:
+                    stepped.add((made, made.lex_start))
             if not stepped and not accepting:
                 return None
             scans = stepped
         return self._config(scans, accepting)
 
     def step_token(self, config: Config, token_id: int, token_bytes: bytes, is_special: bool) -> Config | None:
-        """The config after one token (cached on `config`), or None if it is not allowed."""
-        cached = config.next.get(token_id, False)
+        """The config after one token (cached), or None if it is not allowed."""
+        key = ("next", config, token_id)
+        cached = self.cache.get(key, False)
         if cached is not False:
             return cached
         scans: set[tuple[EarleySet, int]] = set()
         accepting = False
         for earley_set, state in config.scans:  # the token as a terminal of its own
-            terminals = earley_set.tokens.get(token_id) if state == 1 else None
+            terminals = earley_set.tokens.get(token_id) if state == earley_set.lex_start else None
             if terminals:
                 made = self.config_after_set(self.complete(earley_set, terminals))
                 scans.update(made.scans)
@@ -286,18 +328,17 @@ class Parser:
                 scans.update(stepped.scans)
                 accepting |= stepped.accepting
         result = self._config(scans, accepting) if scans or accepting else None
-        config.next[token_id] = result
+        self.cache.put(key, result, OBJECT_BYTES)
         return result
 
     def allowed_bytes(self, config: Config) -> set[int]:
         allowed: set[int] = set()
-        for earley_set, state in config.scans:
-            if earley_set.lexer is not None:
-                allowed.update(earley_set.lexer.next_bytes(state).tolist())
+        for _, state in config.scans:
+            allowed.update(self.lexer.next_bytes(state))
         return allowed
 
     def has_special_tokens(self, config: Config) -> bool:
-        return any(state == 1 and earley_set.tokens for earley_set, state in config.scans)
+        return any(state == earley_set.lex_start and earley_set.tokens for earley_set, state in config.scans)
 
     def forced_bytes(self, config: Config) -> bytes:
         """The longest text that every continuation of `config` starts with."""
@@ -316,4 +357,3 @@ class Parser:
             current = self.step_bytes(current, bytes((byte,)))
         config.forced = bytes(out)
         return config.forced
-

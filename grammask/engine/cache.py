@@ -1,0 +1,98 @@
+"""`EngineCache`: the one bounded store of a compiled grammar's derived data.
+
+Everything the engine learns while decoding — token masks of parser states, trie walks of lexer
+states, parser transitions, Earley-set completions — is a pure function of its key, so it can be
+dropped at any time and computed again. It all goes here, under one byte budget, with
+least-recently-used eviction and one lock, so a long-running process keeps flat memory and
+`Limits.max_cache_bytes` is the truth. Sizes are estimates for small Python objects and exact for
+numpy arrays (masks and walks, which dominate).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["CacheStats", "EngineCache", "OBJECT_BYTES"]
+
+#: Estimated size of a small cached Python value (a parser state reference, a tuple).
+OBJECT_BYTES = 160
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    """A snapshot of one cache's counters."""
+
+    entries: int
+    bytes: int
+    budget: int
+    hits: int
+    misses: int
+    evictions: int
+
+    @property
+    def hit_rate(self) -> float:
+        lookups = self.hits + self.misses
+        return self.hits / lookups if lookups else 0.0
+
+
+_MISSING = object()
+
+
+class EngineCache:
+    """A thread-safe LRU mapping bounded by the estimated bytes of its values."""
+
+    __slots__ = ("budget", "_data", "_bytes", "_lock", "_hits", "_misses", "_evictions")
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self._data: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self._hits = self._misses = self._evictions = 0
+
+    def get(self, key: Hashable, default: Any = None) -> Any:
+        """The value stored under `key` (marked as recently used), or `default`."""
+        with self._lock:
+            found = self._data.get(key, _MISSING)
+            if found is _MISSING:
+                self._misses += 1
+                return default
+            self._data.move_to_end(key)
+            self._hits += 1
+            return found[0]  # type: ignore[index]
+
+    def put(self, key: Hashable, value: Any, nbytes: int = OBJECT_BYTES) -> Any:
+        """Store `value` under `key`, evicting the least recently used entries over the budget.
+        Returns `value`."""
+        nbytes += OBJECT_BYTES  # the key and the bookkeeping
+        with self._lock:
+            old = self._data.pop(key, None)
+            if old is not None:
+                self._bytes -= old[1]
+            self._data[key] = (value, nbytes)
+            self._bytes += nbytes
+            while self._bytes > self.budget and len(self._data) > 1:
+                _, (_, size) = self._data.popitem(last=False)
+                self._bytes -= size
+                self._evictions += 1
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+            self._bytes = 0
+
+    @property
+    def nbytes(self) -> int:
+        return self._bytes
+
+    def stats(self) -> CacheStats:
+        with self._lock:
+            return CacheStats(len(self._data), self._bytes, self.budget, self._hits, self._misses, self._evictions)
+
+    def __len__(self) -> int:
+        return len(self._data)
