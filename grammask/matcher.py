@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from grammask.bitmask import unpack_bitmask
-from grammask.compiler import CompiledGrammar
 from grammask.engine.completion import shortest_completion
 from grammask.engine.parser import Config
+
+if TYPE_CHECKING:  # the compiler makes matchers: a run-time import would be a cycle
+    from grammask.compiler import CompiledGrammar
 
 __all__ = ["BatchMatcher", "Matcher"]
 
