@@ -1,14 +1,18 @@
 """The `grammask` command: `grammask generate "PROMPT" --json-schema person.json` and friends.
 
-The format is read and checked before the model loads, so bad input fails at once: every error is
-one line on stderr and exit status 2 (1 if generation itself fails). Output streams to stdout.
-Steps that take more than a second (loading the model, compiling the grammar) say so on stderr.
+Everything that can be checked before the model's weights load is checked first: the arguments,
+the format, the model path, and (with the tokenizer) whether the format fits in `--max-tokens` and
+survives `--forbid-chars`. Every error is one line on stderr. Exit status: 0 done, 1 generation or
+the machine failed, 2 bad input, 130 interrupted. Output streams to stdout; warnings (keywords
+`--lenient` dropped, output closed early by the token budget) and steps that take more than a
+second go to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import json
 import sys
 import threading
@@ -16,7 +20,6 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from grammask.errors import GenerationError, GrammaskError
 from grammask.ir.grammar import Grammar
@@ -38,11 +41,23 @@ class _ArgumentParser(argparse.ArgumentParser):
         self.exit(2, f"grammask: error: {message}\n")
 
 
+def _version() -> str:
+    try:
+        return importlib.metadata.version("grammask")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _ArgumentParser(prog="grammask", description="Constrained text generation.")
+    parser.add_argument("--version", action="version", version=f"grammask {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
-    gen = commands.add_parser("generate", help="generate text that follows a format",
-                              description="Generate text that follows a format, streamed to stdout.")
+    gen = commands.add_parser(
+        "generate",
+        help="generate text that follows a format",
+        description="Generate text that follows a format, streamed to stdout. Exit status: 0 done, "
+        "1 generation failed, 2 bad input.",
+    )
     gen.add_argument("prompt", help="the request, sent to the model as a chat message")
     fmt = gen.add_mutually_exclusive_group()
     fmt.add_argument("--json-schema", metavar="FILE", help="JSON Schema file the output must satisfy")
@@ -50,13 +65,33 @@ def _parser() -> argparse.ArgumentParser:
     fmt.add_argument("--regex", metavar="RE", help="regular expression the whole output must match")
     fmt.add_argument("--grammar", metavar="FILE", help="GBNF (.gbnf) or Lark (.lark) grammar file")
     fmt.add_argument("--choice", nargs="+", metavar="TEXT", help="the output is exactly one of these")
+    gen.add_argument(
+        "--lenient",
+        action="store_true",
+        help="with --json-schema or --pydantic: drop keywords that cannot be enforced exactly "
+        "(each is printed as a warning) instead of failing",
+    )
     gen.add_argument("--forbid-chars", metavar="CHARS", help="never output any of these characters")
-    gen.add_argument("--model", metavar="PATH", help="GGUF file or transformers model directory "
-                     "(default: the embedded SmolLM2-135M-Instruct)")
-    gen.add_argument("--max-tokens", type=int, default=256, metavar="N")
-    gen.add_argument("--temperature", type=float, default=0.0, metavar="T", help="0 (default) is greedy")
-    gen.add_argument("--seed", type=int, metavar="S")
-    gen.add_argument("--stop", action="append", default=[], metavar="TEXT", help="stop before this text")
+    gen.add_argument(
+        "--model",
+        metavar="PATH",
+        help="GGUF file with weights or transformers model folder (default: the embedded SmolLM2-135M-Instruct)",
+    )
+    gen.add_argument("--device", default="cpu", help="torch device to run the model on (default: %(default)s)")
+    gen.add_argument(
+        "--max-tokens",
+        type=int,
+        default=256,
+        metavar="N",
+        help="most tokens to generate; a format is closed early to fit (default: %(default)s)",
+    )
+    gen.add_argument(
+        "--temperature", type=float, default=0.0, metavar="T", help="sampling temperature; 0 is greedy (default: 0)"
+    )
+    gen.add_argument("--seed", type=int, metavar="S", help="random seed, for reproducible sampling when T > 0")
+    gen.add_argument(
+        "--stop", action="append", default=[], metavar="TEXT", help="stop before this text (may be repeated)"
+    )
     return parser
 
 
@@ -69,13 +104,18 @@ def _read(path: str) -> str:
 
 def _format(args: argparse.Namespace) -> tuple[Grammar | None, str]:
     """The grammar the arguments ask for and a hint for the prompt (how to answer)."""
+    if args.lenient and not (args.json_schema or args.pydantic):
+        raise _BadInput("--lenient applies only to --json-schema and --pydantic")
     if args.json_schema:
         text = _read(args.json_schema)
         try:
             schema = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise _BadInput(f"{args.json_schema} is not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
-        return Grammar.from_json_schema(schema), f"Answer with JSON that follows this schema: {json.dumps(schema)}"
+            raise _BadInput(
+                f"{args.json_schema} is not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+            ) from None
+        grammar = Grammar.from_json_schema(schema, lenient=args.lenient)
+        return grammar, f"Answer with JSON that follows this schema: {json.dumps(schema)}"
     if args.pydantic:
         module_name, _, class_name = args.pydantic.partition(":")
         if not module_name or not class_name:
@@ -86,7 +126,7 @@ def _format(args: argparse.Namespace) -> tuple[Grammar | None, str]:
         except (ImportError, AttributeError) as exc:
             raise _BadInput(f"cannot load {args.pydantic}: {exc}") from None
         schema = json.dumps(cls.model_json_schema()) if hasattr(cls, "model_json_schema") else class_name
-        return Grammar.from_pydantic(cls), f"Answer with JSON that follows this schema: {schema}"
+        return Grammar.from_pydantic(cls, lenient=args.lenient), f"Answer with JSON that follows this schema: {schema}"
     if args.regex is not None:
         return Grammar.from_regex(args.regex), f"Answer with text matching the regular expression {args.regex}"
     if args.grammar:
@@ -100,66 +140,150 @@ def _format(args: argparse.Namespace) -> tuple[Grammar | None, str]:
     return None, ""
 
 
-@contextmanager
-def _progress(what: str) -> Iterator[None]:
-    """Say `what…` on stderr if the block takes more than `PROGRESS_AFTER` seconds, then its time."""
-    start = time.monotonic()
-    timer = threading.Timer(PROGRESS_AFTER, lambda: print(f"{what}…", end="", file=sys.stderr, flush=True))
-    timer.start()
-    try:
-        yield
-    finally:
-        timer.cancel()
-        if time.monotonic() - start > PROGRESS_AFTER:
-            print(f" {time.monotonic() - start:.1f}s", file=sys.stderr, flush=True)
-
-
-def _generate(args: argparse.Namespace) -> None:
+def _check_arguments(args: argparse.Namespace) -> None:
+    """Checks that need neither the format nor the model."""
+    if not args.prompt.strip():
+        raise _BadInput("the prompt is empty: give the request as the first argument")
     if args.max_tokens < 1:
         raise _BadInput(f"--max-tokens must be at least 1, got {args.max_tokens}")
     if args.temperature < 0:
         raise _BadInput(f"--temperature must be at least 0, got {args.temperature}")
     if args.forbid_chars == "":
         raise _BadInput("--forbid-chars needs at least one character")
-    if args.model and not Path(args.model).exists():
-        raise _BadInput(f"no model at {args.model}")
+
+
+def _check_device(device: str) -> None:
+    import torch
+
+    try:
+        kind = torch.device(device).type
+    except RuntimeError as exc:
+        raise _BadInput(f"--device {device}: {exc}") from None
+    if kind == "cuda" and not torch.cuda.is_available():
+        raise _BadInput(f"--device {device}: torch {torch.__version__} sees no CUDA device")
+
+
+class _Progress:
+    """Says `what…` on stderr once a step has taken `PROGRESS_AFTER` seconds, then its time."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.start = time.monotonic()
+        self.lock = threading.Lock()
+        self.shown = self.open = False
+        self.timer = threading.Timer(PROGRESS_AFTER, self._show)
+
+    def _show(self) -> None:
+        with self.lock:
+            print(f"{self.what}…", end="", file=sys.stderr, flush=True)
+            self.shown = self.open = True
+
+    def say(self, message: str) -> None:
+        """One line on stderr, on a line of its own."""
+        with self.lock:
+            print(("\n" if self.open else "") + f"grammask: {message}", file=sys.stderr, flush=True)
+            self.open = False
+
+    def done(self) -> None:
+        self.timer.cancel()
+        with self.lock:
+            if self.shown:
+                took = f"{time.monotonic() - self.start:.1f}s"
+                print(f" {took}" if self.open else f"{self.what}: {took}", file=sys.stderr, flush=True)
+
+
+@contextmanager
+def _progress(what: str) -> Iterator[_Progress]:
+    progress = _Progress(what)
+    progress.timer.start()
+    try:
+        yield progress
+    finally:
+        progress.done()
+
+
+def _warn(message: str) -> None:
+    print(f"grammask: warning: {message}", file=sys.stderr, flush=True)
+
+
+def _generate(args: argparse.Namespace) -> None:
+    _check_arguments(args)
     grammar, hint = _format(args)
+    for dropped in grammar.warnings if grammar is not None else ():
+        _warn(dropped)
+    from grammask.generation.model import check_model_path
+
+    if args.model:
+        check_model_path(args.model)
+    if args.device != "cpu":
+        _check_device(args.device)
 
     from grammask.compiler import compile
-    from grammask.generation import chat_prompt, generate, load_model
-    from grammask.generation.formats import logits_width, tokenizer_vocabulary
+    from grammask.generation import chat_prompt, generate
+    from grammask.generation.formats import tokenizer_vocabulary
+    from grammask.generation.loop import check_budget
+    from grammask.generation.model import load_tokenizer, load_weights, model_width, prepare_model
     from grammask.processors import ForbidCharacters
 
-    with _progress("loading model"):
-        model, tokenizer = load_model(args.model)
-    vocab = tokenizer_vocabulary(tokenizer, logits_width(model))
+    with _progress("preparing model") as progress:
+        folder = prepare_model(args.model, announce=progress.say)
+        tokenizer = load_tokenizer(folder)
+        vocab = tokenizer_vocabulary(tokenizer, model_width(folder))
+    processors = [ForbidCharacters(args.forbid_chars, vocab)] if args.forbid_chars else []
     compiled = None
     if grammar is not None:
         with _progress("compiling grammar"):
             compiled = compile(grammar, vocab)
-            compiled.matcher().allowed_token_ids()  # the first mask is part of compiling
-    processors: list[Any] = [ForbidCharacters(args.forbid_chars, vocab)] if args.forbid_chars else []
+            first = compiled.matcher().allowed_token_ids()  # the first mask is part of compiling
+        check_budget(compiled, tokenizer, args.max_tokens)
+        if processors and set(first.tolist()) <= set(processors[0].forbidden_token_ids.tolist()):
+            raise _BadInput(f"--forbid-chars {args.forbid_chars!r} forbids every token the format allows first")
+    with _progress("loading model"):
+        model = load_weights(folder, device=args.device)
     request = f"{args.prompt}\n{hint}" if hint else args.prompt
-    stream = generate(model, tokenizer, chat_prompt(tokenizer, request), compiled, max_tokens=args.max_tokens,
-                      temperature=args.temperature, seed=args.seed, stop=args.stop, stream=True,
-                      processors=processors)
-    for piece in stream:
-        sys.stdout.write(piece)
-        sys.stdout.flush()
-    sys.stdout.write("\n")
+    stream = generate(
+        model,
+        tokenizer,
+        chat_prompt(tokenizer, request),
+        compiled,
+        max_tokens=args.max_tokens,
+        temperature=args.temperature,
+        seed=args.seed,
+        stop=args.stop,
+        stream=True,
+        processors=processors,
+    )
+    try:
+        for piece in stream:
+            sys.stdout.write(piece)
+            sys.stdout.flush()
+    except GenerationError as exc:
+        if processors and repr(processors[0]) in str(exc):
+            raise _BadInput(f"--forbid-chars {args.forbid_chars!r} leaves the format no token to go on with") from None
+        raise
+    finally:
+        sys.stdout.write("\n")
+    result = stream.result
+    if result is not None and result.tokens_short:
+        _warn(
+            f"the format was closed early to fit --max-tokens {args.max_tokens} (finish reason length): "
+            f"the model's own answer needed at least {result.tokens_short} more tokens"
+        )
+    elif result is not None and result.finish_reason == "length":
+        _warn(f"stopped at --max-tokens {args.max_tokens} (finish reason length): the output may be cut short")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status (0 ok, 1 generation failed, 2 bad input)."""
+    """Run the command line; returns the exit status (0 done, 1 generation failed, 2 bad input)."""
     try:
         args = _parser().parse_args(argv)
-    except SystemExit as exc:  # --help, or a usage error already reported on one line
+    except SystemExit as exc:  # --help, --version, or a usage error already reported on one line
         return int(exc.code or 0)
     try:
         _generate(args)
-    except (_BadInput, GrammaskError, ValueError) as exc:
-        status = 1 if isinstance(exc, GenerationError) else 2
-        reason = " ".join(str(exc).split())
+    except (_BadInput, GrammaskError, ValueError, OSError) as exc:
+        status = 1 if isinstance(exc, (GenerationError, OSError)) and not isinstance(exc, FileNotFoundError) else 2
+        reason = " ".join(str(exc).split()).replace("pass lenient=True", "pass --lenient")
         print(f"grammask: error: {reason}", file=sys.stderr)
         return status
     except KeyboardInterrupt:

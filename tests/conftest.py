@@ -4,10 +4,20 @@ Each loads once per test session. `vocab_llama3` is Llama 3.0's byte-level BPE v
 (`ggml-vocab-llama-bpe.gguf`: no `<|python_tag|>` or `<|eom_id|>`, which came with 3.1).
 """
 
+from pathlib import Path
+
 import pytest
 
 from grammask import assets
 from grammask.vocab import Vocabulary
+
+#: JSONSchemaBench's MaskBench files, next to the clone; the MaskBench tests skip without them.
+MASKBENCH = Path(__file__).resolve().parents[2] / "shared" / "maskbench-dev"
+
+
+def pytest_report_header() -> str:
+    found = "found" if MASKBENCH.is_dir() else "not found: the MaskBench tests will skip"
+    return f"maskbench-dev ({MASKBENCH}): {found}"
 
 
 def _load(name: str) -> Vocabulary:

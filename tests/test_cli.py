@@ -1,10 +1,13 @@
 """`grammask generate`: one-line errors with exit status 2 on bad input, valid output on good input."""
 
+import importlib.metadata
 import json
+import time
 from pathlib import Path
 
 import pytest
 
+from grammask import assets
 from grammask.cli import main
 
 PERSON = Path(__file__).parents[1] / "examples" / "person.json"
@@ -40,10 +43,80 @@ def test_bad_json_schema_file(tmp_path, capsys):
     assert capsys.readouterr().err.count("\n") == 1
 
 
+def test_version_and_help_show_defaults(capsys):
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"grammask {importlib.metadata.version('grammask')}"
+    assert main(["generate", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(default: 256)" in text and "--seed S random seed" in text and "--lenient" in text
+
+
+@pytest.mark.parametrize("prompt", ["", "  \n"])
+def test_empty_prompt_is_bad_input(capsys, prompt):
+    assert main(["generate", prompt, "--regex", "a"]) == 2
+    assert "the prompt is empty" in capsys.readouterr().err
+
+
+def test_empty_or_incomplete_model_folder_says_what_is_missing(tmp_path, capsys):
+    assert main(["generate", "hi", "--model", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "is empty" in err and "config.json" in err and "sentencepiece" not in err
+    (tmp_path / "tokenizer.json").write_text("{}")
+    assert main(["generate", "hi", "--model", str(tmp_path)]) == 2
+    assert "has no config.json" in capsys.readouterr().err
+
+
+def test_vocabulary_only_gguf_fails_at_once_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    vocab_only = assets.vocab_gguf_path("phi-3")
+    monkeypatch.setenv("GRAMMASK_CACHE", str(tmp_path))
+    start = time.monotonic()
+    assert main(["generate", "hi", "--model", str(vocab_only)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no model weights" in err and "vocabulary-only" in err
+    assert time.monotonic() - start < 10 and not any(tmp_path.iterdir())
+
+
+SET_SCHEMA = {"type": "array", "items": {"type": "string"}, "uniqueItems": True}
+
+
+def test_lenient_is_offered_and_prints_what_it_drops(tmp_path, capsys):
+    schema = tmp_path / "set.json"
+    schema.write_text(json.dumps(SET_SCHEMA))
+    assert main(["generate", "hi", "--json-schema", str(schema)]) == 2
+    err = capsys.readouterr().err
+    assert "pass --lenient to drop it" in err and "lenient=True" not in err
+    # With --lenient the keyword is dropped with a warning; the (missing) model is the next error.
+    assert main(["generate", "hi", "--json-schema", str(schema), "--lenient", "--model", str(tmp_path / "no")]) == 2
+    warning, error = capsys.readouterr().err.splitlines()
+    assert warning.startswith("grammask: warning: dropped at /uniqueItems: uniqueItems over items")
+    assert error.startswith("grammask: error: no model at")
+    assert main(["generate", "hi", "--regex", "a", "--lenient"]) == 2
+    assert "--lenient applies only to" in capsys.readouterr().err
+
+
 @pytest.mark.model
-def test_main_job_prints_valid_json(capsys):
-    assert main(["generate", "My name is Alice and I am 30 years old.", "--json-schema", str(PERSON)]) == 0
-    assert json.loads(capsys.readouterr().out) == {"name": "Alice", "age": 30}
+@pytest.mark.parametrize(
+    "argv,reason",
+    [
+        (["--json-schema", str(PERSON), "--max-tokens", "5"], "needs at least"),
+        (["--choice", "yes", "no", "--forbid-chars", "yn"], "--forbid-chars"),
+    ],
+    ids=["budget", "forbid-chars"],
+)
+def test_input_the_tokenizer_rejects_is_status_2(capsys, argv, reason):
+    assert main(["generate", "hi", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1].startswith("grammask: error:") and reason in err
+    assert "loading model" not in err  # rejected before the weights load
+
+
+@pytest.mark.model
+def test_a_format_closed_by_the_budget_is_reported(capsys):
+    argv = ["generate", "My name is Alice and I am 30 years old.", "--json-schema", str(PERSON)]
+    assert main([*argv, "--max-tokens", "12"]) == 0
+    out, err = capsys.readouterr()
+    assert set(json.loads(out)) == {"name", "age"}
+    assert "finish reason length" in err and "more tokens" in err and "--max-tokens 12" in err
 
 
 @pytest.mark.model

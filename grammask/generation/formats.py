@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Sequence
-from typing import Any, Union
+from typing import Any
 
 from grammask.compiler import CompiledGrammar, compile
 from grammask.ir.grammar import Grammar
@@ -13,7 +13,7 @@ from grammask.vocab import Vocabulary
 __all__ = ["Format", "compile_formats", "logits_width", "tokenizer_vocabulary"]
 
 #: A format for one row: a grammar, a grammar already compiled for the tokenizer, or None (free text).
-Format = Union[Grammar, CompiledGrammar, None]
+Format = Grammar | CompiledGrammar | None
 
 _vocabularies: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 

@@ -77,7 +77,7 @@ class CanonicalTokenizer:
         stable_end = self._last_chunk_start(text)
         if stable_end is None:
             return kept[:-1]
-        return [t for t, e in zip(kept, kept_ends) if e <= stable_end]
+        return [t for t, e in zip(kept, kept_ends, strict=True) if e <= stable_end]
 
     def _last_chunk_start(self, text: str) -> int | None:
         """Byte offset where the pre-tokenizer's last chunk of `text` starts (None: no pre-tokenizer)."""

@@ -21,7 +21,7 @@ import codecs
 import inspect
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, cast, overload
 
 import numpy as np
 
@@ -33,7 +33,7 @@ from grammask.matcher import Matcher
 from grammask.processors import GenerationContext, GrammarConstraint, LogitsProcessor, Pipeline, Temperature, TopP
 from grammask.vocab import Vocabulary
 
-__all__ = ["GenerationResult", "TextStream", "generate"]
+__all__ = ["GenerationResult", "TextStream", "check_budget", "generate"]
 
 Prompt = str | Sequence[dict[str, str]]
 
@@ -44,7 +44,9 @@ class GenerationResult:
 
     `finish_reason` is "eos" (the model or the grammar ended the text), "stop" (a stop string was
     generated; `text` ends before it) or "length" (the token budget ran out; with a format and safe
-    end the text still parses).
+    end the text still parses). `tokens_short` is how many more tokens, at least, the model's own
+    continuation needed when the safe end closed the format in its place (0 when it did not): the
+    text is valid but not what the model would have written, so raise `max_tokens` by that much.
     """
 
     text: str
@@ -52,6 +54,7 @@ class GenerationResult:
     finish_reason: str
     forward_passes: int
     passes_saved: int
+    tokens_short: int = 0
 
 
 class TextStream:
@@ -82,6 +85,7 @@ class _Row:
     emitted: int = 0  # characters already streamed
     finish: str | None = None
     passes: int = 0
+    short: int = 0  # tokens the model's continuation lacked when the safe end closed the format
     decoder: Any = field(default_factory=lambda: codecs.getincrementaldecoder("utf-8")("replace"))
 
     def end(self, reason: str) -> None:
@@ -93,8 +97,66 @@ class _Row:
 
     def result(self) -> GenerationResult:
         sequential = len(self.tokens) + (self.finish == "eos")
-        return GenerationResult(self.text, list(self.tokens), self.finish or "length", self.passes,
-                                sequential - self.passes)
+        return GenerationResult(
+            self.text, list(self.tokens), self.finish or "length", self.passes, sequential - self.passes, self.short
+        )
+
+
+@overload
+def generate(
+    model: Any,
+    tokenizer: Any,
+    prompts: Prompt,
+    formats: Format | Sequence[Format] = None,
+    *,
+    max_tokens: int = 256,
+    temperature: float = 0.0,
+    top_p: float = 1.0,
+    seed: int | None = None,
+    stop: str | Sequence[str] = (),
+    stream: Literal[False] = False,
+    jump_forward: bool = True,
+    safe_end: bool = True,
+    processors: Sequence[LogitsProcessor[Any]] = (),
+) -> GenerationResult: ...
+
+
+@overload
+def generate(
+    model: Any,
+    tokenizer: Any,
+    prompts: Sequence[Prompt],
+    formats: Format | Sequence[Format] = None,
+    *,
+    max_tokens: int = 256,
+    temperature: float = 0.0,
+    top_p: float = 1.0,
+    seed: int | None = None,
+    stop: str | Sequence[str] = (),
+    stream: Literal[False] = False,
+    jump_forward: bool = True,
+    safe_end: bool = True,
+    processors: Sequence[LogitsProcessor[Any]] = (),
+) -> list[GenerationResult]: ...
+
+
+@overload
+def generate(
+    model: Any,
+    tokenizer: Any,
+    prompts: Prompt,
+    formats: Format | Sequence[Format] = None,
+    *,
+    max_tokens: int = 256,
+    temperature: float = 0.0,
+    top_p: float = 1.0,
+    seed: int | None = None,
+    stop: str | Sequence[str] = (),
+    stream: Literal[True],
+    jump_forward: bool = True,
+    safe_end: bool = True,
+    processors: Sequence[LogitsProcessor[Any]] = (),
+) -> TextStream: ...
 
 
 def generate(
@@ -111,7 +173,7 @@ def generate(
     stream: bool = False,
     jump_forward: bool = True,
     safe_end: bool = True,
-    processors: Sequence[LogitsProcessor] = (),
+    processors: Sequence[LogitsProcessor[Any]] = (),
 ) -> GenerationResult | list[GenerationResult] | TextStream:
     """Generate from `prompts` with each row's output constrained by its format.
 
@@ -128,7 +190,7 @@ def generate(
     import torch
 
     single = isinstance(prompts, str) or (bool(prompts) and isinstance(prompts[0], dict))
-    batch = [prompts] if single else list(prompts)
+    batch = cast("list[Prompt]", [prompts] if single else list(prompts))
     if not batch:
         raise ValueError("no prompts given")
     if stream and len(batch) != 1:
@@ -139,11 +201,28 @@ def generate(
     width = logits_width(model)
     vocab = tokenizer_vocabulary(tokenizer, width)
     compiled = compile_formats(formats, len(batch), tokenizer, width)
-    sampling = [*processors, *([Temperature(temperature)] if temperature > 0 else []),
-                *([TopP(top_p)] if top_p < 1 else [])]
-    rows = [_start_row(tokenizer, p, c, sampling, max_tokens) for p, c in zip(batch, compiled)]
-    decoding = _Decoding(model, tokenizer, vocab, rows, max_tokens=max_tokens, temperature=temperature,
-                         seed=seed, stops=stops, jump_forward=jump_forward, safe_end=safe_end, torch=torch)
+    if safe_end:
+        for c in {id(c): c for c in compiled if c is not None}.values():
+            check_budget(c, tokenizer, max_tokens)
+    sampling = [
+        *processors,
+        *([Temperature(temperature)] if temperature > 0 else []),
+        *([TopP(top_p)] if top_p < 1 else []),
+    ]
+    rows = [_start_row(tokenizer, p, c, sampling, max_tokens) for p, c in zip(batch, compiled, strict=True)]
+    decoding = _Decoding(
+        model,
+        tokenizer,
+        vocab,
+        rows,
+        max_tokens=max_tokens,
+        temperature=temperature,
+        seed=seed,
+        stops=stops,
+        jump_forward=jump_forward,
+        safe_end=safe_end,
+        torch=torch,
+    )
     if stream:
         return TextStream(decoding.run(), rows)
     for _ in decoding.run():
@@ -152,8 +231,42 @@ def generate(
     return results[0] if single else results
 
 
-def _start_row(tokenizer: Any, prompt: Prompt, compiled: CompiledGrammar | None,
-               sampling: list[LogitsProcessor], max_tokens: int) -> _Row:
+def check_budget(compiled: CompiledGrammar, tokenizer: Any, max_tokens: int) -> None:
+    """Raise ValueError if the shortest text of the format takes more than `max_tokens` tokens.
+
+    `generate` checks this before decoding (with `safe_end`); it needs only the tokenizer, so a
+    caller can check before loading the model's weights.
+    """
+    needed = _needed(compiled.matcher(), CanonicalTokenizer(tokenizer, compiled.vocab), max_tokens)
+    if needed is not None:
+        raise ValueError(f"the format needs at least {needed} tokens but max_tokens is {max_tokens}")
+
+
+def _completion(matcher: Matcher, canonical: CanonicalTokenizer) -> list[int] | None:
+    """The tokens of the shortest completion from `matcher` (None if none was found)."""
+    text = matcher.shortest_completion()
+    if text is None:
+        return None
+    tokens = canonical.encode(text.decode("utf-8")) if text else []
+    check = matcher.copy()
+    if not all(check.advance(t) for t in tokens) or not check.can_finish():
+        return None
+    return tokens
+
+
+def _needed(matcher: Matcher, canonical: CanonicalTokenizer, left: int) -> int | None:
+    """The tokens the shortest completion from `matcher` takes when that is more than `left`; None
+    when it fits, or when no completion is known (the safe end cannot help then)."""
+    text = matcher.shortest_completion()
+    if text is None or len(text) <= left:  # a text token holds at least one byte
+        return None
+    tokens = _completion(matcher, canonical)
+    return None if tokens is None or len(tokens) <= left else len(tokens)
+
+
+def _start_row(
+    tokenizer: Any, prompt: Prompt, compiled: CompiledGrammar | None, sampling: list[LogitsProcessor], max_tokens: int
+) -> _Row:
     if isinstance(prompt, str):
         ids = tokenizer.encode(prompt, add_special_tokens=False)
     else:
@@ -165,16 +278,29 @@ def _start_row(tokenizer: Any, prompt: Prompt, compiled: CompiledGrammar | None,
     pipeline = Pipeline(([GrammarConstraint(compiled)] if compiled is not None else []) + sampling)
     sequence = np.zeros((1, len(ids) + max_tokens + 1), dtype=np.int64)
     sequence[0, : len(ids)] = ids
-    return _Row(ids, pipeline, pipeline.init(1), None if compiled is None else compiled.matcher(),
-                sequence, pending=list(ids))
+    return _Row(
+        ids, pipeline, pipeline.init(1), None if compiled is None else compiled.matcher(), sequence, pending=list(ids)
+    )
 
 
 class _Decoding:
     """The step loop over a batch of rows; `run()` yields each newly final piece of row 0's text."""
 
-    def __init__(self, model: Any, tokenizer: Any, vocab: Vocabulary, rows: list[_Row], *, max_tokens: int,
-                 temperature: float, seed: int | None, stops: list[str], jump_forward: bool, safe_end: bool,
-                 torch: Any) -> None:
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        vocab: Vocabulary,
+        rows: list[_Row],
+        *,
+        max_tokens: int,
+        temperature: float,
+        seed: int | None,
+        stops: list[str],
+        jump_forward: bool,
+        safe_end: bool,
+        torch: Any,
+    ) -> None:
         self.model = model
         self.vocab = vocab
         self.rows = rows
@@ -190,7 +316,8 @@ class _Decoding:
         self.generator = None if seed is None else torch.Generator().manual_seed(seed)
         self.pad = vocab.eos_ids[0] if vocab.eos_ids else 0
         self.cache: Any = None
-        self.attention = torch.zeros((len(rows), 0), dtype=torch.long)
+        self.device = getattr(model, "device", "cpu")
+        self.attention = torch.zeros((len(rows), 0), dtype=torch.long, device=self.device)
         self.positions = [0] * len(rows)
         self.keep_logits = "logits_to_keep" in inspect.signature(model.forward).parameters
 
@@ -198,7 +325,6 @@ class _Decoding:
         with self.torch.inference_mode():
             for row in self.rows:
                 if row.matcher is not None:
-                    self._check_budget(row)
                     self._extend(row, [])  # text forced at the very start goes in with the prompt
                 yield from self._emit(self.rows[0])
             while any(row.finish is None for row in self.rows):
@@ -218,7 +344,7 @@ class _Decoding:
         ids = torch.full((len(self.rows), n), self.pad, dtype=torch.long)
         fresh = torch.zeros((len(self.rows), n), dtype=torch.long)
         positions = torch.zeros((len(self.rows), n), dtype=torch.long)
-        for b, (row, k) in enumerate(zip(self.rows, counts)):
+        for b, (row, k) in enumerate(zip(self.rows, counts, strict=True)):
             if k:
                 ids[b, :k] = torch.tensor(row.pending)
                 fresh[b, :k] = 1
@@ -226,15 +352,23 @@ class _Decoding:
                 row.pending = []
             positions[b] = self.positions[b] + torch.arange(n).clamp(max=max(k - 1, 0))
             self.positions[b] += k
-        self.attention = torch.cat([self.attention, fresh], dim=1)
+        ids, positions = ids.to(self.device), positions.to(self.device)
+        self.attention = torch.cat([self.attention, fresh.to(self.device)], dim=1)
         # Logits only for the last positions that hold some row's last real token.
         keep = n - min(k for k in counts if k) + 1 if self.keep_logits else n
         extra = {"logits_to_keep": keep} if self.keep_logits else {}
-        out = self.model(input_ids=ids, attention_mask=self.attention, position_ids=positions,
-                         past_key_values=self.cache, use_cache=True, **extra)
+        out = self.model(
+            input_ids=ids,
+            attention_mask=self.attention,
+            position_ids=positions,
+            past_key_values=self.cache,
+            use_cache=True,
+            **extra,
+        )
         self.cache = out.past_key_values
         last = torch.tensor([max(k, 1) - 1 - (n - keep) for k in counts]).clamp(min=0)
-        return out.logits[torch.arange(len(self.rows)), last].float()
+        # On the host: processors and the seeded generator then work the same for every device.
+        return out.logits[torch.arange(len(self.rows)), last.to(self.device)].float().cpu()
 
     def _pick(self, row: _Row, logits: Any) -> int:
         length = len(row.prompt) + len(row.tokens)
@@ -270,8 +404,10 @@ class _Decoding:
             left = self.max_tokens - len(row.tokens) - len(new)
         # Invariant of the safe end: the shortest completion from `row.matcher` fits in the tokens
         # left. A pick that would break it is undone and that completion appended instead.
-        if self.safe_end and picked and not self._fits(trial, left):
-            self._append(row, self._completion(matcher) or [], "length")
+        needed = _needed(trial, self.canonical, left) if self.safe_end and picked else None
+        if needed is not None:
+            row.short = needed - left
+            self._append(row, _completion(matcher, self.canonical) or [], "length")
             return
         row.matcher = trial
         self._append(row, new, "eos" if nothing_but_end_follows(trial) else None)
@@ -289,31 +425,6 @@ class _Decoding:
                 break
             taken.append(token)
         return taken
-
-    def _completion(self, matcher: Matcher) -> list[int] | None:
-        """The tokens of the shortest completion from `matcher` (None if none was found)."""
-        text = matcher.shortest_completion()
-        if text is None:
-            return None
-        tokens = self.canonical.encode(text.decode("utf-8")) if text else []
-        check = matcher.copy()
-        if not all(check.advance(t) for t in tokens) or not check.can_finish():
-            return None
-        return tokens
-
-    def _fits(self, matcher: Matcher, left: int) -> bool:
-        """Whether the shortest completion from `matcher` takes at most `left` tokens (True when
-        none is known: the safe end cannot help then)."""
-        text = matcher.shortest_completion()
-        if text is None or len(text) <= left:  # a text token holds at least one byte
-            return True
-        tokens = self._completion(matcher)
-        return tokens is None or len(tokens) <= left
-
-    def _check_budget(self, row: _Row) -> None:
-        if self.safe_end and not self._fits(row.matcher, self.max_tokens):
-            needed = len(self._completion(row.matcher) or ())
-            raise GenerationError(f"the format needs at least {needed} tokens but max_tokens is {self.max_tokens}")
 
     def _append(self, row: _Row, tokens: list[int], reason: str | None = None) -> None:
         """Add generated tokens to `row` (ids, text), then end it for a stop string, for `reason`

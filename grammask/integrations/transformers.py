@@ -8,11 +8,9 @@ Only this module imports transformers; the grammask core never does.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
 try:
     from transformers import LogitsProcessor
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
@@ -20,7 +18,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 
 from grammask.compiler import CompiledGrammar
 from grammask.ir.grammar import Grammar
-from grammask.processors import GenerationContext, GrammarConstraint
+from grammask.processors import GenerationContext, GrammarConstraint, GrammarState
 
 __all__ = ["GrammaskLogitsProcessor"]
 
@@ -43,16 +41,21 @@ class GrammaskLogitsProcessor(LogitsProcessor):
         vocab_size: int | None = None,
     ) -> None:
         many = isinstance(formats, Sequence)
-        items = list(formats) if many else [formats]
+        items: list[CompiledGrammar | Grammar | None] = list(formats) if isinstance(formats, Sequence) else [formats]
         if any(isinstance(f, Grammar) for f in items):
             from grammask.generation.formats import compile_formats, logits_width
 
             if tokenizer is None:
                 raise ValueError("compiling a Grammar needs the tokenizer: pass tokenizer=...")
             width = vocab_size or (logits_width(model) if model is not None else len(tokenizer))
-            items = compile_formats(items, len(items), tokenizer, width)
-        self.constraint = GrammarConstraint(items if many else items[0])
-        self.reset()
+            compiled = compile_formats(items, len(items), tokenizer, width)
+        else:
+            compiled = [f for f in items if not isinstance(f, Grammar)]
+        first = compiled[0]
+        self.constraint = GrammarConstraint(compiled if many or first is None else first)
+        self._eos = next((g.vocab.eos_ids[0] for g in compiled if g is not None and g.vocab.eos_ids), 0)
+        self._state: GrammarState | None = None
+        self._input_length = 0
 
     def reset(self) -> None:
         """Forget the sequences seen so far, for a new `generate` call."""
@@ -68,7 +71,7 @@ class GrammaskLogitsProcessor(LogitsProcessor):
             finished = [r for r, m in enumerate(state.matchers) if m is not None and m.is_finished()]
             if finished:  # padding after the end: show the matchers end-of-sequence tokens instead
                 input_ids = input_ids.clone()
-                input_ids[finished, state.fed :] = self.constraint.grammars[0].vocab.eos_ids[0]
+                input_ids[finished, state.fed :] = self._eos
         ctx = GenerationContext(input_ids, self._input_length, input_ids.shape[1])
-        masked, self._state = self.constraint.process(scores, self._state, ctx)
+        masked, self._state = self.constraint.process(scores, state, ctx)
         return masked

@@ -95,8 +95,9 @@ def _unpack_host(bitmask: np.ndarray, width: int) -> np.ndarray:
     words = np.ascontiguousarray(bitmask, dtype="<i4")
     if words.ndim == 1:
         words = words[None, :]
-    bits = np.unpackbits(words.view(np.uint8), axis=-1, count=min(width, 32 * words.shape[-1]),
-                         bitorder="little").view(bool)
+    bits = np.unpackbits(words.view(np.uint8), axis=-1, count=min(width, 32 * words.shape[-1]), bitorder="little").view(
+        bool
+    )
     if bits.shape[-1] < width:
         bits = np.pad(bits, ((0, 0), (0, width - bits.shape[-1])))
     return bits
@@ -167,7 +168,7 @@ class _NumpyOps:
         return _unpack_host(self.asarray(bitmask, like), width)
 
     def alive(self, x: np.ndarray) -> np.ndarray:
-        return (x > -np.inf).any(axis=-1)
+        return np.asarray((x > -np.inf).any(axis=-1))
 
     def stack(self, xs: list[np.ndarray]) -> np.ndarray:
         return np.stack(xs)

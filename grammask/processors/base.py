@@ -45,9 +45,7 @@ class GenerationContext:
 
     def __post_init__(self) -> None:
         if not 0 <= self.input_length <= self.current_length:
-            raise ValueError(
-                f"input_length {self.input_length} must lie in [0, current_length={self.current_length}]"
-            )
+            raise ValueError(f"input_length {self.input_length} must lie in [0, current_length={self.current_length}]")
         if tuple(self.sequences.shape[-1:]) != (self.current_length,):
             raise ValueError(
                 f"sequences of shape {tuple(self.sequences.shape)} do not have current_length "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -39,11 +39,13 @@ class GrammarConstraint:
     row's text is complete, and only they once it has finished. The state is updated in place.
     """
 
-    stage = Stage.MASK
+    stage: ClassVar[Stage] = Stage.MASK
 
     def __init__(self, grammars: CompiledGrammar | Sequence[CompiledGrammar | None]) -> None:
         self.per_row = not isinstance(grammars, CompiledGrammar)
-        self.grammars: list[CompiledGrammar | None] = list(grammars) if self.per_row else [grammars]
+        self.grammars: list[CompiledGrammar | None] = (
+            [grammars] if isinstance(grammars, CompiledGrammar) else list(grammars)
+        )
         sizes = {g.vocab.size for g in self.grammars if g is not None}
         if len(sizes) > 1:
             raise ValueError(f"the grammars of one batch must share a vocabulary size, got {sorted(sizes)}")

@@ -27,9 +27,7 @@ def apply_token_bitmask(logits: Any, bitmask: Any, *, inplace: bool = False) -> 
     rows = 1 if logits.ndim == 1 else logits.shape[0]
     mask_rows = 1 if bitmask.ndim == 1 else bitmask.shape[0]
     if bitmask.ndim > 2 or mask_rows not in (1, rows):
-        raise ValueError(
-            f"bitmask of shape {tuple(bitmask.shape)} does not fit logits of shape {tuple(logits.shape)}"
-        )
+        raise ValueError(f"bitmask of shape {tuple(bitmask.shape)} does not fit logits of shape {tuple(logits.shape)}")
     allowed = ops.unpack_bitmask(bitmask, logits.shape[-1], logits)
     if logits.ndim == 1:
         allowed = allowed[0]

@@ -7,10 +7,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from grammask.compiler import compile
 from grammask.engine.recognize import accepts
-from grammask.errors import GenerationError
 from grammask.generation import chat_prompt, generate
 from grammask.generation.formats import logits_width, tokenizer_vocabulary
+from grammask.generation.loop import check_budget
 from grammask.ir.grammar import Grammar
 from grammask.processors import ForbidCharacters
 
@@ -18,15 +19,22 @@ pytestmark = pytest.mark.model
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 PERSON = json.loads((EXAMPLES / "person.json").read_text())
-TOOLS_SYSTEM = ("You are a helpful assistant with tool calling. Functions: get_user_info(user_id: int, "
-                "special: str). Reply only with a call: [func_name(param=value, ...)].")
+TOOLS_SYSTEM = (
+    "You are a helpful assistant with tool calling. Functions: get_user_info(user_id: int, "
+    "special: str). Reply only with a call: [func_name(param=value, ...)]."
+)
 
 
 def test_seed_poem_without_the_letter_e(smollm2):
     model, tok = smollm2
     vocab = tokenizer_vocabulary(tok, logits_width(model))
-    result = generate(model, tok, chat_prompt(tok, "Write a short poem about the sea."), max_tokens=30,
-                      processors=[ForbidCharacters("eE", vocab)])
+    result = generate(
+        model,
+        tok,
+        chat_prompt(tok, "Write a short poem about the sea."),
+        max_tokens=30,
+        processors=[ForbidCharacters("eE", vocab)],
+    )
     assert len(result.text) > 40
     assert "e" not in result.text.lower()
 
@@ -58,23 +66,43 @@ def test_seed_pythonic_tool_call(smollm2):
 
 SCHEMAS = [
     PERSON,
-    {"type": "object", "properties": {"city": {"type": "string"}, "population": {"type": "integer"}},
-     "required": ["city", "population"]},
+    {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "population": {"type": "integer"}},
+        "required": ["city", "population"],
+    },
     {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 2, "maxItems": 4},
     {"type": "array", "items": {"type": "string", "maxLength": 8}, "maxItems": 3},
-    {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
-     "additionalProperties": False},
+    {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"], "additionalProperties": False},
     {"enum": ["red", "green", "blue"]},
     {"type": "number", "minimum": 0, "maximum": 100},
     {"type": "string", "pattern": "^[A-Z][a-z]+$"},
-    {"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string"}, "maxItems": 2}},
-     "required": ["tags"], "additionalProperties": False},
-    {"type": "object", "properties": {"point": {"type": "object", "properties": {
-        "x": {"type": "number"}, "y": {"type": "number"}}, "required": ["x", "y"], "additionalProperties": False}},
-     "required": ["point"], "additionalProperties": False},
+    {
+        "type": "object",
+        "properties": {"tags": {"type": "array", "items": {"type": "string"}, "maxItems": 2}},
+        "required": ["tags"],
+        "additionalProperties": False,
+    },
+    {
+        "type": "object",
+        "properties": {
+            "point": {
+                "type": "object",
+                "properties": {"x": {"type": "number"}, "y": {"type": "number"}},
+                "required": ["x", "y"],
+                "additionalProperties": False,
+            }
+        },
+        "required": ["point"],
+        "additionalProperties": False,
+    },
     {"anyOf": [{"type": "integer"}, {"type": "null"}]},
-    {"type": "object", "properties": {"status": {"const": "done"}, "count": {"type": "integer"}},
-     "required": ["status", "count"], "additionalProperties": False},
+    {
+        "type": "object",
+        "properties": {"status": {"const": "done"}, "count": {"type": "integer"}},
+        "required": ["status", "count"],
+        "additionalProperties": False,
+    },
     {"type": "string", "format": "date"},
     {"type": "object", "properties": {"email": {"type": "string", "format": "email"}}, "required": ["email"]},
     {"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}], "items": False},
@@ -114,8 +142,7 @@ def test_gbnf_outputs_parse(smollm2, name):
 
     model, tok = smollm2
     grammar = Grammar.from_ebnf((assets.llama_cpp_vendor_dir() / "grammars" / name).read_text())
-    result = generate(model, tok, chat_prompt(tok, f"Write an example for the grammar {name}."), grammar,
-                      max_tokens=24)
+    result = generate(model, tok, chat_prompt(tok, f"Write an example for the grammar {name}."), grammar, max_tokens=24)
     assert accepts(grammar, result.text.encode()), result.text
 
 
@@ -139,11 +166,24 @@ def test_safe_end_closes_the_format_within_the_budget(smollm2):
         result = generate(model, tok, prompt, grammar, max_tokens=budget)
         assert len(result.token_ids) <= budget
         jsonschema.validate(json.loads(result.text), PERSON)
+        # The truncation is not silent: the result says the model's own text needed more tokens.
+        assert (result.finish_reason == "length") == (result.tokens_short > 0) == (budget == 15)
+    roomy = generate(model, tok, chat_prompt(tok, "Alice is 30. As JSON."), grammar, max_tokens=60)
+    assert roomy.finish_reason == "eos" and roomy.tokens_short == 0
     cut = generate(model, tok, prompt, grammar, max_tokens=16, safe_end=False)
     with pytest.raises(json.JSONDecodeError):
         json.loads(cut.text)
-    with pytest.raises(GenerationError, match="needs at least 15 tokens"):
-        generate(model, tok, prompt, grammar, max_tokens=13)
+    assert cut.finish_reason == "length" and cut.tokens_short == 0
+
+
+def test_a_budget_too_small_for_the_format_is_a_value_error_before_decoding(smollm2):
+    model, tok = smollm2
+    compiled = compile(Grammar.from_json_schema(PERSON, whitespace=2), tokenizer_vocabulary(tok, logits_width(model)))
+    with pytest.raises(ValueError, match="needs at least 15 tokens but max_tokens is 13"):
+        check_budget(compiled, tok, 13)
+    check_budget(compiled, tok, 15)
+    with pytest.raises(ValueError, match="needs at least 15 tokens"):
+        generate(model, tok, "Hi", compiled, max_tokens=13, stream=True)
 
 
 def test_stop_string_and_streaming(smollm2):
@@ -158,9 +198,12 @@ def test_stop_string_and_streaming(smollm2):
 
 def test_batch_rows_with_different_formats_match_single_runs(smollm2):
     model, tok = smollm2
-    prompts = [chat_prompt(tok, "Extract the person as JSON: Carol is 52."), chat_prompt(tok, "Say hi."),
-               chat_prompt(tok, "Pick a number between 1 and 100.")]
+    prompts = [
+        chat_prompt(tok, "Extract the person as JSON: Carol is 52."),
+        chat_prompt(tok, "Say hi."),
+        chat_prompt(tok, "Pick a number between 1 and 100."),
+    ]
     formats = [Grammar.from_json_schema(PERSON, whitespace=2), None, Grammar.from_regex("[0-9]+")]
     batch = generate(model, tok, prompts, formats, max_tokens=20)
-    single = [generate(model, tok, p, f, max_tokens=20) for p, f in zip(prompts, formats)]
+    single = [generate(model, tok, p, f, max_tokens=20) for p, f in zip(prompts, formats, strict=True)]
     assert [r.token_ids for r in batch] == [r.token_ids for r in single]

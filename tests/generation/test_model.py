@@ -1,13 +1,17 @@
-"""Loading the embedded model: the GGUF is converted once and cached; chat prompts."""
+"""Loading a model: the embedded GGUF is converted once (announced) and cached; bad paths fail at
+once with the reason; nothing changes the caller's environment; chat prompts."""
+
+import os
+import subprocess
+import sys
 
 import pytest
 
 from grammask import assets
-from grammask.generation.model import DEFAULT_SYSTEM_PROMPT, chat_prompt, load_model
-
-pytestmark = pytest.mark.model
+from grammask.generation.model import DEFAULT_SYSTEM_PROMPT, chat_prompt, check_model_path, load_model
 
 
+@pytest.mark.model
 def test_converted_model_is_cached_and_loads_from_its_folder(smollm2):
     model, tok = smollm2
     folders = list((assets.cache_dir() / "models").glob("SmolLM2-135M-Instruct.Q4_1-bfloat16-*"))
@@ -16,6 +20,7 @@ def test_converted_model_is_cached_and_loads_from_its_folder(smollm2):
     assert again.config.vocab_size == model.config.vocab_size == len(tok)
 
 
+@pytest.mark.model
 def test_chat_prompt_has_the_system_prompt_and_assistant_header(smollm2):
     _, tok = smollm2
     text = chat_prompt(tok, "Hello")
@@ -29,3 +34,46 @@ def test_missing_or_wrong_paths_are_reported(tmp_path):
     (tmp_path / "weights.bin").write_bytes(b"x")
     with pytest.raises(ValueError, match="not a .gguf"):
         load_model(tmp_path / "weights.bin")
+    (tmp_path / "weights.bin").unlink()
+    with pytest.raises(ValueError, match="is empty: a transformers model folder holds config.json"):
+        load_model(tmp_path)
+
+
+def test_vocabulary_only_gguf_is_refused_before_anything_is_written(tmp_path, monkeypatch):
+    vocab_only = assets.vocab_gguf_path("phi-3")
+    monkeypatch.setenv("GRAMMASK_CACHE", str(tmp_path))
+    announced = []
+    with pytest.raises(ValueError, match="no model weights"):
+        load_model(vocab_only, announce=announced.append)
+    with pytest.raises(ValueError, match="vocabulary-only GGUF"):
+        check_model_path(vocab_only)
+    assert not announced and not any(tmp_path.iterdir())
+
+
+@pytest.mark.model
+def test_a_conversion_is_announced_with_its_size_and_folder(tmp_path, monkeypatch):
+    gguf = assets.smollm2_gguf_path()
+    monkeypatch.setenv("GRAMMASK_CACHE", str(tmp_path))
+    announced = []
+    from grammask.generation.model import prepare_model
+
+    folder = prepare_model(gguf, announce=announced.append)
+    (line,) = announced
+    assert "269.0 MB" in line and str(folder) in line and folder.parent == tmp_path / "models"
+    assert prepare_model(gguf, announce=announced.append) == folder and len(announced) == 1
+
+
+@pytest.mark.model
+def test_importing_and_loading_leave_the_environment_alone():
+    code = (
+        "import os, transformers\n"
+        "before = transformers.logging.get_verbosity()\n"
+        "import grammask.integrations.transformers\n"
+        "from grammask.generation.model import load_tokenizer, prepare_model\n"
+        "load_tokenizer(prepare_model())\n"
+        "print(os.environ.get('HF_HUB_OFFLINE'), os.environ.get('TRANSFORMERS_NO_ADVISORY_WARNINGS'),"
+        " transformers.logging.get_verbosity() == before)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_NO_ADVISORY_WARNINGS")}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["None", "None", "True"]
