@@ -126,3 +126,12 @@ def test_choice_and_forbidden_characters(capsys):
     assert main(["generate", "Write a poem about the sea.", "--forbid-chars", "e", "--max-tokens", "20"]) == 0
     out = capsys.readouterr().out
     assert out.strip() and "e" not in out
+
+
+def test_unusable_device_is_bad_input(capsys):
+    torch = pytest.importorskip("torch")
+    assert main(["generate", "hi", "--regex", "a", "--device", "nonsense"]) == 2
+    assert "--device nonsense" in capsys.readouterr().err
+    if not torch.cuda.is_available():
+        assert main(["generate", "hi", "--regex", "a", "--device", "cuda"]) == 2
+        assert "sees no CUDA device" in capsys.readouterr().err
