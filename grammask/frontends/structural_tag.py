@@ -60,8 +60,12 @@ def grammar_from_structural_tag(spec: dict | str, *, whitespace: object = "flexi
             "type": "triggered_tags",
             "triggers": triggers,
             "tags": [
-                {"type": "tag", "begin": s.get("begin"), "end": s.get("end"),
-                 "content": {"type": "json_schema", "json_schema": s.get("schema")}}
+                {
+                    "type": "tag",
+                    "begin": s.get("begin"),
+                    "end": s.get("end"),
+                    "content": {"type": "json_schema", "json_schema": s.get("schema")},
+                }
                 for s in structures
             ],
         }
@@ -260,8 +264,9 @@ class _Builder:
         excludes = _strings(fmt.get("excludes", []), "excludes", where)
         return self._dispatch_rule(pairs, excludes, ends, loop=fmt.get("loop", True))
 
-    def _dispatch_rule(self, pairs: list[tuple[str, g.Expr]], excludes: list[str], ends: tuple[str, ...],
-                       *, loop: bool) -> g.Expr:
+    def _dispatch_rule(
+        self, pairs: list[tuple[str, g.Expr]], excludes: list[str], ends: tuple[str, ...], *, loop: bool
+    ) -> g.Expr:
         """Free text with no pattern or excluded string in it; where a pattern first occurs, its
         format follows (then, with `loop`, free text again)."""
         patterns = [p for p, _ in pairs]

@@ -43,29 +43,72 @@ CASES = [
     ({"type": "star", "content": CONST}, ["", "XXX", "Y"]),
     ({"type": "repeat", "min": 2, "max": 3, "content": CONST}, ["X", "XX", "XXX", "XXXX"]),
     ({"type": "repeat", "min": 1, "max": -1, "content": CONST}, ["", "X", "XXXXX"]),
-    ({"type": "tags_with_separator", "tags": [tag("<a>", CONST, "</a>")], "separator": ","},
-     ["", "<a>X</a>", "<a>X</a>,<a>X</a>", "<a>X</a><a>X</a>", ",<a>X</a>"]),
-    ({"type": "tags_with_separator", "tags": [TOOL, TOOL2], "separator": "", "at_least_one": True},
-     [CALL, CALL + CALL2, "", "hi" + CALL]),
-    ({"type": "tags_with_separator", "tags": [TOOL, TOOL2], "separator": "", "at_least_one": True,
-      "stop_after_first": True},
-     [CALL, CALL2, CALL + CALL2, ""]),
-    ({"type": "tags_with_separator", "tags": [tag("<a>", CONST, "</a>")], "separator": ";", "stop_after_first": True},
-     ["", "<a>X</a>", "<a>X</a>;<a>X</a>"]),
-    ({"type": "triggered_tags", "triggers": ["<tool_call>"], "tags": [TOOL, TOOL2]},
-     ["", "hello", "hi " + CALL + " bye", CALL + CALL2, "<tool_call>oops", "a <tool_call", CALL + "<tool_call>"]),
-    ({"type": "triggered_tags", "triggers": ["<tool_call>"], "tags": [TOOL], "at_least_one": True},
-     [CALL, CALL + " then text", "text " + CALL, ""]),
-    ({"type": "triggered_tags", "triggers": ["<t"], "tags": [tag("<t1>", CONST, "</t>")], "stop_after_first": True},
-     ["", "ab", "ab<t1>X</t>", "ab<t1>X</t>cd", "<t1>X</t><t1>X</t>", "<t2>"]),
-    ({"type": "triggered_tags", "triggers": ["<t"], "tags": [tag("<t1>", CONST, "</t>")], "at_least_one": True,
-      "stop_after_first": True}, ["<t1>X</t>", "a<t1>X</t>", "<t1>X</t>a"]),
-    ({"type": "triggered_tags", "triggers": ["<t"], "tags": [tag("<t1>", CONST, "</t>"), tag("<t2>", ANY, "</t>")],
-      "excludes": ["zz"]}, ["a<t2>b</t>c", "zz", "a<t1>X</t>z", "<t2>zz</t>", "<t2>a</t>b</t>"]),
-    ({"type": "triggered_tags", "triggers": ["abab"], "tags": [tag("ababX", CONST, ".")]},
-     ["ababXX.", "abababXX.", "abaababXX.", "ab"]),
-    (tag("<r>", {"type": "triggered_tags", "triggers": ["<f"], "tags": [tag("<f>", CONST, "</f>")]}, "</r>"),
-     ["<r></r>", "<r>a<f>X</f>b</r>", "<r>a</r>b</r>"]),
+    (
+        {"type": "tags_with_separator", "tags": [tag("<a>", CONST, "</a>")], "separator": ","},
+        ["", "<a>X</a>", "<a>X</a>,<a>X</a>", "<a>X</a><a>X</a>", ",<a>X</a>"],
+    ),
+    (
+        {"type": "tags_with_separator", "tags": [TOOL, TOOL2], "separator": "", "at_least_one": True},
+        [CALL, CALL + CALL2, "", "hi" + CALL],
+    ),
+    (
+        {
+            "type": "tags_with_separator",
+            "tags": [TOOL, TOOL2],
+            "separator": "",
+            "at_least_one": True,
+            "stop_after_first": True,
+        },
+        [CALL, CALL2, CALL + CALL2, ""],
+    ),
+    (
+        {
+            "type": "tags_with_separator",
+            "tags": [tag("<a>", CONST, "</a>")],
+            "separator": ";",
+            "stop_after_first": True,
+        },
+        ["", "<a>X</a>", "<a>X</a>;<a>X</a>"],
+    ),
+    (
+        {"type": "triggered_tags", "triggers": ["<tool_call>"], "tags": [TOOL, TOOL2]},
+        ["", "hello", "hi " + CALL + " bye", CALL + CALL2, "<tool_call>oops", "a <tool_call", CALL + "<tool_call>"],
+    ),
+    (
+        {"type": "triggered_tags", "triggers": ["<tool_call>"], "tags": [TOOL], "at_least_one": True},
+        [CALL, CALL + " then text", "text " + CALL, ""],
+    ),
+    (
+        {"type": "triggered_tags", "triggers": ["<t"], "tags": [tag("<t1>", CONST, "</t>")], "stop_after_first": True},
+        ["", "ab", "ab<t1>X</t>", "ab<t1>X</t>cd", "<t1>X</t><t1>X</t>", "<t2>"],
+    ),
+    (
+        {
+            "type": "triggered_tags",
+            "triggers": ["<t"],
+            "tags": [tag("<t1>", CONST, "</t>")],
+            "at_least_one": True,
+            "stop_after_first": True,
+        },
+        ["<t1>X</t>", "a<t1>X</t>", "<t1>X</t>a"],
+    ),
+    (
+        {
+            "type": "triggered_tags",
+            "triggers": ["<t"],
+            "tags": [tag("<t1>", CONST, "</t>"), tag("<t2>", ANY, "</t>")],
+            "excludes": ["zz"],
+        },
+        ["a<t2>b</t>c", "zz", "a<t1>X</t>z", "<t2>zz</t>", "<t2>a</t>b</t>"],
+    ),
+    (
+        {"type": "triggered_tags", "triggers": ["abab"], "tags": [tag("ababX", CONST, ".")]},
+        ["ababXX.", "abababXX.", "abaababXX.", "ab"],
+    ),
+    (
+        tag("<r>", {"type": "triggered_tags", "triggers": ["<f"], "tags": [tag("<f>", CONST, "</f>")]}, "</r>"),
+        ["<r></r>", "<r>a<f>X</f>b</r>", "<r>a</r>b</r>"],
+    ),
 ]
 
 
@@ -82,11 +125,30 @@ def test_same_language_as_xgrammar(fmt, strings, vocab_llama3):
 
 def test_vllm_hermes_tool_calls(vocab_llama3):
     """The tag vLLM sends for `tool_choice="required"` with the hermes parser, as JSON text."""
-    spec = json.dumps({"type": "structural_tag", "format": {
-        "type": "tags_with_separator", "separator": "", "at_least_one": True, "stop_after_first": False,
-        "tags": [{**TOOL, "content": {**TOOL["content"], "style": "json", "any_order": False,
-                                      "max_whitespace_cnt": None, "excludes": []}}, TOOL2],
-    }})
+    spec = json.dumps(
+        {
+            "type": "structural_tag",
+            "format": {
+                "type": "tags_with_separator",
+                "separator": "",
+                "at_least_one": True,
+                "stop_after_first": False,
+                "tags": [
+                    {
+                        **TOOL,
+                        "content": {
+                            **TOOL["content"],
+                            "style": "json",
+                            "any_order": False,
+                            "max_whitespace_cnt": None,
+                            "excludes": [],
+                        },
+                    },
+                    TOOL2,
+                ],
+            },
+        }
+    )
     m = grammask.compile(Grammar.from_structural_tag(spec), vocab_llama3).matcher()
     assert m.accept_string(CALL) and m.can_finish()
     assert not m.accept_string('<tool_call>{"name": "w", "arguments": {"city": "x", "extra": 1}}</tool_call>')
@@ -103,27 +165,31 @@ def test_json_schema_options(vocab_llama3):
     spec = {"type": "json_schema", "json_schema": {"type": "object"}}
     lax = grammask.compile(Grammar.from_structural_tag(spec, strict=False), vocab_llama3).matcher()
     assert lax.accept_string('{"a": 1}')
-    compact = grammask.compile(Grammar.from_structural_tag({**spec, "json_schema": SCHEMA}, whitespace="compact"),
-                               vocab_llama3).matcher()
+    compact = grammask.compile(
+        Grammar.from_structural_tag({**spec, "json_schema": SCHEMA}, whitespace="compact"), vocab_llama3
+    ).matcher()
     assert not compact.accept_string('{"city": "a"}') and compact.accept_string('{"city":"a"}')
     bounded = {**spec, "json_schema": SCHEMA, "max_whitespace_cnt": 1}
     m = grammask.compile(Grammar.from_structural_tag(bounded), vocab_llama3).matcher()
     assert not m.accept_string('{  "city"') and m.accept_string('{ "city"')
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("{", "not valid JSON"),
-    ([], "JSON object"),
-    ({"type": "structural_tag", "format": {"type": "nope"}}, "unsupported structural tag format 'nope'"),
-    ({"type": "any_tokens", "exclude_tokens": []}, "unsupported"),
-    ({"type": "json_schema", "json_schema": {}, "style": "qwen_xml"}, "style 'qwen_xml'"),
-    ({"type": "any_text", "max_tokens": 5}, "max_tokens"),
-    ({"type": "triggered_tags", "triggers": ["<a"], "tags": [tag("<b>", CONST, "</b>")]}, "exactly one trigger"),
-    ({"type": "tag", "begin": "<a>", "content": CONST, "end": 3}, "'end'"),
-    ({"type": "repeat", "min": 3, "max": 1, "content": CONST}, "below min"),
-    ({"type": "sequence", "elements": []}, "non-empty list 'elements'"),
-    ({"type": "regex", "pattern": "("}, ""),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("{", "not valid JSON"),
+        ([], "JSON object"),
+        ({"type": "structural_tag", "format": {"type": "nope"}}, "unsupported structural tag format 'nope'"),
+        ({"type": "any_tokens", "exclude_tokens": []}, "unsupported"),
+        ({"type": "json_schema", "json_schema": {}, "style": "qwen_xml"}, "style 'qwen_xml'"),
+        ({"type": "any_text", "max_tokens": 5}, "max_tokens"),
+        ({"type": "triggered_tags", "triggers": ["<a"], "tags": [tag("<b>", CONST, "</b>")]}, "exactly one trigger"),
+        ({"type": "tag", "begin": "<a>", "content": CONST, "end": 3}, "'end'"),
+        ({"type": "repeat", "min": 3, "max": 1, "content": CONST}, "below min"),
+        ({"type": "sequence", "elements": []}, "non-empty list 'elements'"),
+        ({"type": "regex", "pattern": "("}, ""),
+    ],
+)
 def test_errors(spec, message):
     with pytest.raises(GrammarError, match=message):
         Grammar.from_structural_tag(spec)
