@@ -59,8 +59,8 @@ def _build(node: rx.RegexNode, limits: Limits) -> ByteDFA:
     tree_size = builder.size
     if tree_size > limits.max_regex_size:
         raise GrammarError(
-            f"regex too large: its syntax tree has {tree_size} nodes with repeats expanded, "
-            f"over limits.max_regex_size={limits.max_regex_size}"
+            "regex too large: its syntax tree has more than "
+            f"limits.max_regex_size={limits.max_regex_size} nodes with repeats expanded"
         )
 
     def too_many_states() -> GrammarError:

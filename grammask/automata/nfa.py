@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from grammask.ir import regex as rx
+from grammask.ir.walk import Walk, run
 
 __all__ = ["CharNFA", "NFABuilder", "build_nfa"]
 
@@ -58,23 +59,31 @@ class NFABuilder:
         return self.sizes[self.cid[id(self.root)]]
 
     def _canon(self, root: rx.RegexNode) -> int:
-        """Canonical id (equal trees, equal ids) of `root`, and of all its nodes, with sizes."""
-        cid, sizes, keys = self.cid, self.sizes, self.keys
+        """Canonical id (equal trees, equal ids) of `root`, and of all its nodes, with sizes.
 
-        def canon(node: rx.RegexNode) -> int:
-            found = cid.get(id(node))
-            if found is not None:
-                return found
+        Post-order on an explicit stack: trees may be as deep as their input.
+        """
+        cid, sizes, keys = self.cid, self.sizes, self.keys
+        stack: list[tuple[rx.RegexNode, bool]] = [(root, False)]
+        while stack:
+            node, children_done = stack.pop()
+            if id(node) in cid:
+                continue
             if isinstance(node, rx.CharClass):
                 key: tuple = (node.ranges,)
                 size = 1
+            elif not children_done:
+                stack.append((node, True))
+                stack.extend((child, False) for child in (node.items if not isinstance(node, rx.Repeat)
+                                                          else (node.item,)) if id(child) not in cid)
+                continue
             elif isinstance(node, rx.Repeat):
-                item = canon(node.item)
+                item = cid[id(node.item)]
                 key = (item, node.min, node.max)
                 copies = max(node.min, 1) if node.max is None else max(node.max, 1)
                 size = 1 + copies * sizes[item]
             else:
-                items = tuple([canon(i) for i in node.items])
+                items = tuple([cid[id(i)] for i in node.items])
                 key = (isinstance(node, rx.Concat), items)
                 size = 1 + sum([sizes[i] for i in items])
             found = keys.get(key)
@@ -82,9 +91,7 @@ class NFABuilder:
                 found = keys[key] = len(sizes)
                 sizes.append(size)
             cid[id(node)] = found
-            return found
-
-        return canon(root)
+        return cid[id(root)]
 
     def build(self) -> CharNFA:
         nfa = CharNFA()
@@ -99,7 +106,7 @@ class NFABuilder:
             eps.append([])
             return len(eps) - 1
 
-        def build(node: rx.RegexNode, cont: int) -> int:
+        def build(node: rx.RegexNode, cont: int) -> Walk[int]:
             """Add `node`'s states in front of state `cont`; return its entry state."""
             c = cid.get(id(node))
             if c is None:  # made while building
@@ -120,38 +127,40 @@ class NFABuilder:
                 eps.append([])
             elif isinstance(node, rx.Concat):
                 for item in reversed(node.items):
-                    cont = build(item, cont)
+                    cont = yield build(item, cont)
                 found = cont
             elif isinstance(node, rx.Alt):
-                entries = [build(item, cont) for item in node.items]
+                entries = []
+                for item in node.items:
+                    entries.append((yield build(item, cont)))
                 found = new_state()
                 eps[found] = entries
             else:
-                found = build_repeat(node, cont)
+                found = yield build_repeat(node, cont)
             built[key] = found
             return found
 
-        def build_repeat(node: rx.Repeat, cont: int) -> int:
+        def build_repeat(node: rx.Repeat, cont: int) -> Walk[int]:
             inner = node.item
             if isinstance(inner, rx.Repeat) and inner.min <= 1:
                 # (x{0|1,b}){m,n} is x{m·min, n·b}: same counts, and no epsilon closures
                 # spanning copies.
                 high = None if inner.max is None or node.max is None else inner.max * node.max
-                return build(rx.repeat(inner.item, node.min * inner.min, high), cont)
+                return (yield build(rx.repeat(inner.item, node.min * inner.min, high), cont))
             if node.max is None:
                 hub = cur = new_state()
-                eps[hub] = [build(inner, hub), cont]
+                eps[hub] = [(yield build(inner, hub)), cont]
             else:
                 cur = cont
                 for _ in range(node.max - node.min):
                     # Either stop here, or read one more copy and decide again after it.
-                    entry = build(inner, cur)
+                    entry = yield build(inner, cur)
                     cur = new_state()
                     eps[cur] = [cont, entry]
             for _ in range(node.min):
-                cur = build(inner, cur)
+                cur = yield build(inner, cur)
             return cur
 
         nfa.final = new_state()
-        nfa.start = build(self.root, nfa.final)
+        nfa.start = run(build(self.root, nfa.final))
         return nfa

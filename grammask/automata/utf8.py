@@ -66,4 +66,4 @@ def _split(lo: int, hi: int, out: list[ByteSeq]) -> None:
                 _split(lo, (hi & ~low_bits) - 1, out)
                 _split(hi & ~low_bits, hi, out)
                 return
-    out.append(tuple(zip(chr(lo).encode("utf-8"), chr(hi).encode("utf-8"))))
+    out.append(tuple(zip(chr(lo).encode("utf-8"), chr(hi).encode("utf-8"), strict=True)))

@@ -127,24 +127,33 @@ def ref(name: str) -> Expr:
 def seq(*items: Expr) -> Expr:
     """Sequence; nested sequences flatten and adjacent lexemes merge into one lexeme."""
     flat: list[Expr] = []
+    run: list[rx.RegexNode] = []  # lexemes waiting to merge, concatenated once (linear time)
+
+    def close_run() -> None:
+        if run:
+            flat.append(Lex(rx.concat(*run)) if len(run) > 1 else Lex(run[0]))
+            run.clear()
+
     for item in items:
         if item == FAIL:
             return FAIL
         for sub in item.items if isinstance(item, Seq) else (item,):
-            if isinstance(sub, Lex) and flat and isinstance(flat[-1], Lex):
-                flat[-1] = Lex(rx.concat(flat[-1].regex, sub.regex))
+            if isinstance(sub, Lex):
+                run.append(sub.regex)
             else:
+                close_run()
                 flat.append(sub)
+    close_run()
     return flat[0] if len(flat) == 1 else Seq(tuple(flat))
 
 
 def alt(*items: Expr) -> Expr:
     """Choice; nested choices flatten, duplicates drop, and an all-lexeme choice becomes one lexeme."""
-    flat: list[Expr] = []
+    unique: dict[Expr, None] = {}
     for item in items:
         for sub in item.items if isinstance(item, Alt) else (item,):
-            if sub not in flat:
-                flat.append(sub)
+            unique[sub] = None
+    flat = list(unique)
     if flat and all(isinstance(x, Lex) or x == EMPTY_SEQ for x in flat):
         return lex(rx.alt(*(x.regex if isinstance(x, Lex) else rx.EMPTY for x in flat)))
     return flat[0] if len(flat) == 1 else Alt(tuple(flat))
@@ -272,10 +281,20 @@ class Grammar:
 
 
 def _refs(expr: Expr) -> set[str]:
-    if isinstance(expr, Ref):
-        return {expr.name}
-    if isinstance(expr, (Seq, Alt)):
-        return set().union(*(_refs(i) for i in expr.items)) if expr.items else set()
-    if isinstance(expr, Rep):
-        return _refs(expr.item)
-    return set()
+    """The rule names `expr` refers to (iterative, and each shared subexpression visited once:
+    expressions may nest as deep as their input, and share subtrees at every level)."""
+    out: set[str] = set()
+    seen: set[int] = set()
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, Ref):
+            out.add(e.name)
+        elif isinstance(e, (Seq, Alt)):
+            stack.extend(e.items)
+        elif isinstance(e, Rep):
+            stack.append(e.item)
+    return out

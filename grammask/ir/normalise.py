@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from grammask.errors import GrammarError
 from grammask.ir import regex as rx
 from grammask.ir.grammar import (
-    EMPTY_SEQ,
     Alt,
     Expr,
     Grammar,
@@ -33,6 +32,7 @@ from grammask.ir.grammar import (
     rep,
     seq,
 )
+from grammask.ir.walk import Walk, run
 from grammask.limits import DEFAULT_LIMITS, Limits
 
 __all__ = ["BNF", "INLINE_REGEX_SIZE", "normalise", "terminal_symbol"]
@@ -63,29 +63,39 @@ def _regular_bodies(grammar: Grammar) -> dict[str, rx.RegexNode]:
     """The rules that denote a regular language small enough to inline, as regexes."""
     done: dict[str, rx.RegexNode | None] = {}
     visiting: set[str] = set()
+    # Per Seq/Alt/Rep object of the grammar: its regex, so shared subexpressions convert once.
+    converted: dict[int, rx.RegexNode | None] = {}
 
-    def as_regex(expr: Expr) -> rx.RegexNode | None:
+    def as_regex(expr: Expr) -> Walk[rx.RegexNode | None]:
         if isinstance(expr, Lex):
             return expr.regex
         if isinstance(expr, Token):
             return None
         if isinstance(expr, Ref):
-            return rule_regex(expr.name)
+            return (yield rule_regex(expr.name))
+        if id(expr) in converted:
+            return converted[id(expr)]
         if isinstance(expr, Rep):
-            item = as_regex(expr.item)
-            return None if item is None else rx.repeat(item, expr.min, expr.max)
-        parts = [as_regex(i) for i in expr.items]
-        if any(p is None for p in parts):
-            return None
-        return rx.concat(*parts) if isinstance(expr, Seq) else rx.alt(*parts)
+            item = yield as_regex(expr.item)
+            node = None if item is None else rx.repeat(item, expr.min, expr.max)
+        else:
+            parts = []
+            for i in expr.items:
+                parts.append((yield as_regex(i)))
+            if any(p is None for p in parts):
+                node = None
+            else:
+                node = rx.concat(*parts) if isinstance(expr, Seq) else rx.alt(*parts)
+        converted[id(expr)] = node
+        return node
 
-    def rule_regex(name: str) -> rx.RegexNode | None:
+    def rule_regex(name: str) -> Walk[rx.RegexNode | None]:
         if name in done:
             return done[name]
         if name in visiting:  # recursion: not regular as written
             return None
         visiting.add(name)
-        node = as_regex(grammar.rules[name])
+        node = yield as_regex(grammar.rules[name])
         visiting.discard(name)
         if node is not None and rx.size(node) > INLINE_REGEX_SIZE:
             node = None
@@ -93,21 +103,29 @@ def _regular_bodies(grammar: Grammar) -> dict[str, rx.RegexNode]:
         return node
 
     for name in grammar.rules:
-        rule_regex(name)
+        run(rule_regex(name))
     return {name: node for name, node in done.items() if node is not None}
 
 
-def _inline(expr: Expr, regular: dict[str, rx.RegexNode]) -> Expr:
+def _inline(expr: Expr, regular: dict[str, rx.RegexNode], memo: dict[int, Expr]) -> Walk[Expr]:
+    """`expr` with references to `regular` rules replaced by their lexemes; `memo` (by object)
+    makes each shared subexpression cost once."""
     if isinstance(expr, Ref):
         node = regular.get(expr.name)
         return expr if node is None else lex(node)
-    if isinstance(expr, Seq):
-        return seq(*(_inline(i, regular) for i in expr.items))
-    if isinstance(expr, Alt):
-        return alt(*(_inline(i, regular) for i in expr.items)) if expr.items else expr
+    if not isinstance(expr, (Seq, Alt, Rep)) or (not isinstance(expr, Rep) and not expr.items):
+        return expr
+    if id(expr) in memo:
+        return memo[id(expr)]
     if isinstance(expr, Rep):
-        return rep(_inline(expr.item, regular), expr.min, expr.max)
-    return expr
+        out = rep((yield _inline(expr.item, regular, memo)), expr.min, expr.max)
+    else:
+        items = []
+        for i in expr.items:
+            items.append((yield _inline(i, regular, memo)))
+        out = seq(*items) if isinstance(expr, Seq) else alt(*items)
+    memo[id(expr)] = out
+    return out
 
 
 class _Builder:
@@ -138,47 +156,41 @@ class _Builder:
         if term not in self.terminal_ids:
             if isinstance(term, Lex) and rx.size(term.regex) > self.limits.max_regex_size:
                 raise GrammarError(
-                    f"a lexeme is too large: its regex has {rx.size(term.regex)} nodes with repeats expanded, "
-                    f"over Limits.max_regex_size={self.limits.max_regex_size}"
+                    "a lexeme is too large: its regex has more than "
+                    f"Limits.max_regex_size={self.limits.max_regex_size} nodes with repeats expanded"
                 )
             self.terminal_ids[term] = len(self.terminals)
             self.terminals.append(term)
         return terminal_symbol(self.terminal_ids[term])
 
-    def add(self, lhs: int, body: Expr) -> None:
+    def add(self, lhs: int, body: Expr) -> Walk[None]:
         alternatives = body.items if isinstance(body, Alt) else (body,)
         for alternative in alternatives:
-            items = alternative.items if isinstance(alternative, Seq) else (alternative,)
-            self.productions.append((lhs, tuple(self.symbol(i) for i in items)))
+            symbols = []
+            for item in alternative.items if isinstance(alternative, Seq) else (alternative,):
+                symbols.append((yield self.symbol(item)))
+            self.productions.append((lhs, tuple(symbols)))
 
-    def symbol(self, expr: Expr) -> int:
+    def symbol(self, expr: Expr) -> Walk[int]:
         if isinstance(expr, Ref):
             return self.nonterminal(expr.name)
-        if isinstance(expr, Token):
+        if isinstance(expr, Token) or (isinstance(expr, Lex) and not rx.is_nullable(expr.regex)):
             return self.terminal(expr)
-        if isinstance(expr, Lex):
-            if not rx.is_nullable(expr.regex):
-                return self.terminal(expr)
-            # Lexemes never match the empty string in the parser: `L` becomes `ε | L`.
-            return self.helper(expr, lambda n: self.add(n, Alt((EMPTY_SEQ, expr))), nullable_lexeme=True)
-        if isinstance(expr, Rep):
-            return self.helper(expr, lambda n: self.add_repeat(n, expr))
-        return self.helper(expr, lambda n: self.add(n, expr))
-
-    def helper(self, expr: Expr, define, nullable_lexeme: bool = False) -> int:
         if expr in self.helpers:
             return self.helpers[expr]
-        n = self.nonterminal(f"<helper {len(self.helpers)}>", helper=True)
-        self.helpers[expr] = n
-        if nullable_lexeme:
+        n = self.helpers[expr] = self.nonterminal(f"<helper {len(self.helpers)}>", helper=True)
+        if isinstance(expr, Lex):
+            # Lexemes never match the empty string in the parser: `L` becomes `ε | L`.
             self.productions.append((n, ()))
             self.productions.append((n, (self.terminal(expr),)))
+        elif isinstance(expr, Rep):
+            yield self.add_repeat(n, expr)
         else:
-            define(n)
+            yield self.add(n, expr)
         return n
 
-    def add_repeat(self, n: int, expr: Rep) -> None:
-        item = self.symbol(expr.item)
+    def add_repeat(self, n: int, expr: Rep) -> Walk[None]:
+        item = yield self.symbol(expr.item)
         if expr.max is None:
             # n ::= item{min} tail ; tail ::= ε | tail item   (left recursion: constant Earley work)
             tail = self.nonterminal(f"<helper {len(self.helpers)} tail {n}>", helper=True)
@@ -203,11 +215,12 @@ def normalise(grammar: Grammar, limits: Limits = DEFAULT_LIMITS) -> BNF:
     builder.productions.append((start, (builder.nonterminal(grammar.start),)))
     # Only rules reachable from the start are built; `nonterminal` numbers rules as they are reached.
     done = 1
+    inlined: dict[int, Expr] = {}
     while done < len(builder.names):
         name = builder.names[done]
         done += 1
         if name in grammar.rules and name not in builder.helper_names:
-            builder.add(builder.ids[name], _inline(grammar.rules[name], regular))
+            run(builder.add(builder.ids[name], run(_inline(grammar.rules[name], regular, inlined))))
     productions = _productive(builder.productions, len(builder.names))
     if not any(lhs == start for lhs, _ in productions):
         raise GrammarError(f"the grammar accepts no text at all (rule {grammar.start!r} can never be completed)")
@@ -217,12 +230,23 @@ def normalise(grammar: Grammar, limits: Limits = DEFAULT_LIMITS) -> BNF:
 def _productive(productions: list[tuple[int, tuple[int, ...]]], n: int) -> list[tuple[int, tuple[int, ...]]]:
     """The productions that can derive some text: a prefix of the language then always extends to a
     sentence, which exact token masks rely on."""
+    # Worklist (linear time): a production fires once all its nonterminals are productive.
+    waiting = [sum(1 for s in rhs if s >= 0) for _, rhs in productions]
+    uses: list[list[int]] = [[] for _ in range(n)]
+    for p, (_, rhs) in enumerate(productions):
+        for s in rhs:
+            if s >= 0:
+                uses[s].append(p)
     productive = [False] * n
-    changed = True
-    while changed:
-        changed = False
-        for lhs, rhs in productions:
-            if not productive[lhs] and all(s < 0 or productive[s] for s in rhs):
-                productive[lhs] = changed = True
+    ready = [p for p, count in enumerate(waiting) if count == 0]
+    while ready:
+        lhs = productions[ready.pop()][0]
+        if productive[lhs]:
+            continue
+        productive[lhs] = True
+        for p in uses[lhs]:
+            waiting[p] -= 1
+            if waiting[p] == 0:
+                ready.append(p)
     kept = [(lhs, rhs) for lhs, rhs in productions if productive[lhs] and all(s < 0 or productive[s] for s in rhs)]
     return kept

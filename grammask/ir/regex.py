@@ -4,12 +4,15 @@ Every lexeme of a grammar is one of these trees. Front-ends build them (the rege
 GBNF/Lark/JSON Schema front-ends) and `grammask.automata` turns them into byte-level DFAs.
 Nodes are value objects: equal trees hash equal, which lets the compiler share automata.
 The constructor functions (`literal`, `concat`, `alt`, `repeat`, ...) simplify as they build;
-use them rather than the classes.
+use them rather than the classes. Each node caches its hash, `size` and nullability when it is
+made (from its children's), so no query walks a tree: trees may be as deep as their input.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from grammask.ir.hashing import cached_hash
 
@@ -33,6 +36,7 @@ __all__ = [
     "repeat",
     "size",
     "star",
+    "words",
 ]
 
 MAX_CODEPOINT = 0x10FFFF
@@ -49,6 +53,8 @@ class CharClass:
 
     ranges: tuple[tuple[int, int], ...]
     _hash: int = field(init=False, repr=False, compare=False)
+    size: int = field(init=False, repr=False, compare=False, default=1)
+    nullable: bool = field(init=False, repr=False, compare=False, default=False)
 
 
 
@@ -59,6 +65,12 @@ class Concat:
 
     items: tuple[RegexNode, ...]
     _hash: int = field(init=False, repr=False, compare=False)
+    size: int = field(init=False, repr=False, compare=False)
+    nullable: bool = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "size", 1 + sum(i.size for i in self.items))
+        object.__setattr__(self, "nullable", all(i.nullable for i in self.items))
 
 
 
@@ -69,6 +81,12 @@ class Alt:
 
     items: tuple[RegexNode, ...]
     _hash: int = field(init=False, repr=False, compare=False)
+    size: int = field(init=False, repr=False, compare=False)
+    nullable: bool = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "size", 1 + sum(i.size for i in self.items))
+        object.__setattr__(self, "nullable", any(i.nullable for i in self.items))
 
 
 
@@ -81,10 +99,21 @@ class Repeat:
     min: int
     max: int | None
     _hash: int = field(init=False, repr=False, compare=False)
+    size: int = field(init=False, repr=False, compare=False)
+    nullable: bool = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        copies = max(self.min, 1) if self.max is None else max(self.max, 1)
+        object.__setattr__(self, "size", 1 + copies * self.item.size)
+        object.__setattr__(self, "nullable", self.min == 0 or self.item.nullable)
 
 
 
 RegexNode = CharClass | Concat | Alt | Repeat
+
+#: Alternations with at least this many literal strings (of two or more characters) are built as a
+#: trie; shorter lists stay as written.
+TRIE_MIN_WORDS = 16
 
 #: Matches only the empty string.
 EMPTY: RegexNode = Repeat(CharClass(()), 0, 0)
@@ -126,7 +155,13 @@ ANY_CHAR = char_class([(0, MAX_CODEPOINT)])
 
 def literal(text: str) -> RegexNode:
     """Exactly `text`."""
-    return concat(*(CharClass(((ord(c), ord(c)),)) for c in text))
+    return concat(*map(_character, text))
+
+
+@lru_cache(maxsize=1 << 16)
+def _character(c: str) -> CharClass:
+    """The class of one character (shared: literals are made of the same few characters)."""
+    return CharClass(((ord(c), ord(c)),))
 
 
 def concat(*items: RegexNode) -> RegexNode:
@@ -143,20 +178,72 @@ def concat(*items: RegexNode) -> RegexNode:
 
 
 def alt(*items: RegexNode) -> RegexNode:
-    """Union; single-character alternatives merge into one class, duplicates drop."""
-    flat: list[RegexNode] = []
-    chars: list[tuple[int, int]] = []
+    """Union; single-character alternatives merge into one class, duplicates drop (in linear time),
+    and `TRIE_MIN_WORDS` or more literal strings become one trie (`words`)."""
+    unique: dict[RegexNode, None] = {}
     for item in items:
         for sub in item.items if isinstance(item, Alt) else (item,):
-            if isinstance(sub, CharClass):
-                chars.extend(sub.ranges)
-            elif sub not in flat:
-                flat.append(sub)
+            unique[sub] = None
+    if len(unique) >= TRIE_MIN_WORDS:
+        texts = {node: text for node in unique if (text := _literal_text(node)) is not None and len(text) > 1}
+        if len(texts) >= TRIE_MIN_WORDS:
+            unique = {node: None for node in unique if node not in texts}
+            unique[words(texts.values())] = None
+    return _union(list(unique))
+
+
+def _union(flat: list[RegexNode]) -> RegexNode:
+    """The union of distinct, unnested alternatives, with their single characters merged."""
+    chars = [r for node in flat if isinstance(node, CharClass) for r in node.ranges]
+    flat = [node for node in flat if not isinstance(node, CharClass)]
     if chars:
         flat.insert(0, char_class(chars))
     if not flat:
         return NOTHING
     return flat[0] if len(flat) == 1 else Alt(tuple(flat))
+
+
+def _literal_text(node: RegexNode) -> str | None:
+    """The one string `node` matches, when it is written as a plain literal."""
+    out = []
+    for item in node.items if isinstance(node, Concat) else (node,):
+        if not (isinstance(item, CharClass) and len(item.ranges) == 1 and item.ranges[0][0] == item.ranges[0][1]):
+            return None
+        out.append(chr(item.ranges[0][0]))
+    return "".join(out)
+
+
+def words(texts: Iterable[str]) -> RegexNode:
+    """Exactly the strings `texts`, as a trie: each shared prefix once, so that the automaton of a
+    large set of words is built in time linear in their total length. Built without recursion."""
+    trie: dict[str, dict] = {}
+    for text in texts:
+        node = trie
+        for ch in text:
+            node = node.setdefault(ch, {})
+        node[""] = {}  # a word ends here
+
+    def edge(ch: str, child: dict) -> tuple[str, dict]:
+        """The label and end of the edge from `ch`, through nodes with one way on."""
+        label = [ch]
+        while len(child) == 1 and "" not in child:
+            (ch, child), = child.items()
+            label.append(ch)
+        return "".join(label), child
+
+    built: dict[int, RegexNode] = {}
+    stack: list[tuple[dict, bool]] = [(trie, False)]
+    while stack:
+        node, children_done = stack.pop()
+        edges = [edge(ch, child) for ch, child in node.items() if ch]
+        if not children_done:
+            stack.append((node, True))
+            stack += [(child, False) for _, child in edges]
+            continue
+        parts = [EMPTY] if "" in node else []
+        parts += [concat(literal(label), built.pop(id(child))) for label, child in edges]
+        built[id(node)] = _union(parts)
+    return built[id(trie)]
 
 
 def repeat(item: RegexNode, min: int, max: int | None) -> RegexNode:
@@ -185,20 +272,9 @@ def plus(item: RegexNode) -> RegexNode:
 
 def is_nullable(node: RegexNode) -> bool:
     """Whether the empty string matches."""
-    if isinstance(node, CharClass):
-        return False
-    if isinstance(node, Concat):
-        return all(is_nullable(i) for i in node.items)
-    if isinstance(node, Alt):
-        return any(is_nullable(i) for i in node.items)
-    return node.min == 0 or is_nullable(node.item)
+    return node.nullable
 
 
 def size(node: RegexNode) -> int:
     """A rough measure of how large an automaton the node may need (bounded repeats expanded)."""
-    if isinstance(node, CharClass):
-        return 1
-    if isinstance(node, (Concat, Alt)):
-        return 1 + sum(size(i) for i in node.items)
-    copies = max(node.min, 1) if node.max is None else max(node.max, 1)
-    return 1 + copies * size(node.item)
+    return node.size

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 
 from grammask.errors import GrammarError
 from grammask.frontends.json_schema import strings
@@ -31,6 +32,7 @@ from grammask.frontends.json_schema.whitespace import MAX_PRETTY_DEPTH, Whitespa
 from grammask.frontends.regex_syntax import parse_search_pattern
 from grammask.ir import grammar as g
 from grammask.ir import regex as rx
+from grammask.ir.normalise import INLINE_REGEX_SIZE
 from grammask.limits import DEFAULT_LIMITS
 
 __all__ = ["LEXEME_REPEAT_MAX", "MAX_BRANCH_PRODUCT", "Builder"]
@@ -63,6 +65,21 @@ def _single_word(node: rx.RegexNode) -> str | None:
     if all(isinstance(i, rx.CharClass) and len(i.ranges) == 1 and i.ranges[0][0] == i.ranges[0][1] for i in items):
         return "".join(chr(i.ranges[0][0]) for i in items)
     return None
+
+
+def _is_json(value: object) -> bool:
+    """Whether `value` has a JSON text: NaN and the infinities have none, so an enum or const value
+    holding one can never be produced (and is dropped, as no instance can equal it)."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, float) and not math.isfinite(v):
+            return False
+        if isinstance(v, list):
+            stack += v
+        elif isinstance(v, dict):
+            stack += v.values()
+    return True
 
 
 def _is_true(schema: object) -> bool:
@@ -164,7 +181,14 @@ class Builder:
             target = self.doc.target(schema["$ref"], ptr)
             return self.rule((target, self._depth(depth)),
                              lambda: self.build(self.flatten(self.doc.at(target), target, (target,)), target, depth))
-        return self.build(self.flatten(schema, ptr), ptr, depth)
+        return self._own_rule_if_large(self.build(self.flatten(schema, ptr), ptr, depth))
+
+    def _own_rule_if_large(self, expr: g.Expr) -> g.Expr:
+        """A lexeme too large to inline becomes a rule, so the containers around it stay rules
+        instead of growing one lexeme by every nesting level (a 500-deep array is 500 rules)."""
+        if isinstance(expr, g.Lex) and rx.size(expr.regex) > INLINE_REGEX_SIZE:
+            return self.rule(("lexeme", expr), lambda: expr)
+        return expr
 
     def _depth(self, depth: int) -> int:
         return depth if self.ws.indent is not None else 0
@@ -214,16 +238,26 @@ class Builder:
     def _enum(self, s: dict, ptr: str, depth: int) -> g.Expr:
         """The enum values valid under the rest of `s`; strings share one lexeme (a trie)."""
         rest = self.closed({k: v for k, v in s.items() if k != "enum"})
-        seen, words, others = set(), [], []
+        seen, words, integers, others = set(), [], [], []
         for v in s["enum"]:
             key = canonical(v)
-            if key in seen or not conforms(v, rest, ptr, self._resolver):
+            if key in seen or not _is_json(v) or not conforms(v, rest, ptr, self._resolver):
                 continue
             seen.add(key)
-            (words if isinstance(v, str) else others).append(v)
+            if isinstance(v, str):
+                words.append(v)
+            elif json_type(v) == "integer" and not isinstance(v, bool):
+                integers.append(int(v))
+            else:
+                others.append(v)
         parts = [g.lex(self.literal(v, depth)) for v in others]
         if words:
-            parts.append(g.lex(strings.string_literal(strings.word_set(words))))
+            parts.append(g.lex(strings.string_literal(rx.words(words))))
+        # An integer-valued number has two usual spellings, 1 and 1.0 (json.dumps of a float) below
+        # 2**53; one trie for all keeps a 50,000-value enum linear.
+        small = [str(i) for i in integers if abs(i) < 2**53]
+        parts.append(g.lex(rx.alt(rx.concat(rx.words(small), rx.optional(rx.literal(".0"))),
+                                  rx.words(str(i) for i in integers if abs(i) >= 2**53))))
         return g.alt(*parts)
 
     def _branch(self, s: dict, ptr: str, depth: int) -> g.Expr:

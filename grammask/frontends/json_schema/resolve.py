@@ -61,40 +61,50 @@ class Document:
         self.root = self._absolute(root, "")
 
     def _absolute(self, schema: object, ptr: str) -> object:
-        """A copy of `schema` whose every `$ref` is a plain JSON Pointer fragment into this document."""
+        """A copy of `schema` whose every `$ref` is a plain JSON Pointer fragment into this document
+        (on an explicit stack: schemas may nest as deep as their input)."""
         if not isinstance(schema, dict):
             return schema
-        out = dict(schema)
-        if isinstance(out.get("$ref"), str):
-            out["$ref"] = "#" + self.resolve(out["$ref"], ptr)
-        for key in _SCHEMA_ONE:
-            if isinstance(out.get(key), dict):
-                out[key] = self._absolute(out[key], f"{ptr}/{key}")
-        for key in _SCHEMA_LISTS:
-            if isinstance(out.get(key), list):
-                out[key] = [self._absolute(s, f"{ptr}/{key}/{i}") for i, s in enumerate(out[key])]
-        for key in _SCHEMA_MAPS:
-            if isinstance(out.get(key), dict):
-                out[key] = {n: self._absolute(s, f"{ptr}/{key}/{escape_pointer(n)}") for n, s in out[key].items()}
-        return out
+        root = dict(schema)
+        stack = [(root, ptr)]
+        while stack:
+            out, ptr = stack.pop()
+            if isinstance(out.get("$ref"), str):
+                out["$ref"] = "#" + self.resolve(out["$ref"], ptr)
+            for key in _SCHEMA_ONE:
+                if isinstance(out.get(key), dict):
+                    out[key] = dict(out[key])
+                    stack.append((out[key], f"{ptr}/{key}"))
+            for key in _SCHEMA_LISTS:
+                if isinstance(out.get(key), list):
+                    out[key] = [dict(sub) if isinstance(sub, dict) else sub for sub in out[key]]
+                    stack += [(sub, f"{ptr}/{key}/{i}") for i, sub in enumerate(out[key]) if isinstance(sub, dict)]
+            for key in _SCHEMA_MAPS:
+                if isinstance(out.get(key), dict):
+                    out[key] = {n: dict(sub) if isinstance(sub, dict) else sub for n, sub in out[key].items()}
+                    stack += [(sub, f"{ptr}/{key}/{escape_pointer(n)}") for n, sub in out[key].items()
+                              if isinstance(sub, dict)]
+        return root
 
-    def _index(self, schema: object, ptr: str, base: str) -> None:
-        if not isinstance(schema, dict):
-            return
-        ident = schema.get("$id", schema.get("id") if self.draft <= 4 else None)
-        if isinstance(ident, str) and (self.draft >= 2019 or "$ref" not in schema):
-            uri, fragment = urldefrag(urljoin(base, ident))
-            if uri:
-                base = uri
-                self.resources.setdefault(uri, ptr)
-            if fragment and not fragment.startswith("/"):
-                self.anchors[f"{base}#{fragment}"] = ptr
-        for key in ("$anchor", "$dynamicAnchor"):
-            if isinstance(schema.get(key), str):
-                self.anchors[f"{base}#{schema[key]}"] = ptr
-        self.bases[ptr] = base
-        for sub, sub_ptr in _children(schema, ptr):
-            self._index(sub, sub_ptr, base)
+    def _index(self, root: object, ptr: str, base: str) -> None:
+        stack = [(root, ptr, base)]
+        while stack:
+            schema, ptr, base = stack.pop()
+            if not isinstance(schema, dict):
+                continue
+            ident = schema.get("$id", schema.get("id") if self.draft <= 4 else None)
+            if isinstance(ident, str) and (self.draft >= 2019 or "$ref" not in schema):
+                uri, fragment = urldefrag(urljoin(base, ident))
+                if uri:
+                    base = uri
+                    self.resources.setdefault(uri, ptr)
+                if fragment and not fragment.startswith("/"):
+                    self.anchors[f"{base}#{fragment}"] = ptr
+            for key in ("$anchor", "$dynamicAnchor"):
+                if isinstance(schema.get(key), str):
+                    self.anchors[f"{base}#{schema[key]}"] = ptr
+            self.bases[ptr] = base
+            stack += [(sub, sub_ptr, base) for sub, sub_ptr in reversed(list(_children(schema, ptr)))]
 
     def resolve(self, ref: str, ptr: str) -> str:
         """The pointer of the schema that `ref`, met at `ptr`, refers to."""

@@ -27,7 +27,6 @@ __all__ = [
     "restrict_length",
     "string_literal",
     "subtract_words",
-    "word_set",
 ]
 
 _SHORT_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "\b": "b", "\f": "f", "\n": "n", "\r": "r", "\t": "t"}
@@ -157,22 +156,6 @@ def restrict_length(node: rx.RegexNode, lo: int, hi: int | None, pointer: str) -
             return rx.concat(*items[:k], rx.repeat(rep.item, new_min, new_max), *items[k + 1:])
     raise GrammarError("minLength/maxLength combined with this pattern or format cannot be enforced exactly",
                        pointer=pointer)
-
-
-def word_set(words: list[str]) -> rx.RegexNode:
-    """Exactly the strings `words`, as a trie (shared prefixes once)."""
-    trie: dict = {}
-    for w in words:
-        node = trie
-        for ch in w:
-            node = node.setdefault(ch, {})
-        node[""] = True
-
-    def build(node: dict) -> rx.RegexNode:
-        parts = [rx.EMPTY] if "" in node else []
-        parts += [rx.concat(rx.literal(ch), build(child)) for ch, child in node.items() if ch != ""]
-        return rx.alt(*parts)
-    return build(trie)
 
 
 def _map_first(node: rx.RegexNode, first) -> rx.RegexNode:
