@@ -202,3 +202,21 @@ def test_special_token_tags(vocab_llama3):
     m = compiled.matcher(stop_token_ids=[vocab_llama3.token_id("!")])
     assert m.advance(vocab_llama3.eos_ids[0]) and m.accept_string("X") and m.advance(vocab_llama3.eos_ids[0])
     assert m.can_finish()
+
+
+@pytest.mark.model
+def test_generate_a_tool_call(smollm2):
+    """The hermes tool-call tag in grammask's own generation loop: free text, then a valid call."""
+    model, tokenizer = smollm2
+    spec = {"type": "triggered_tags", "triggers": ["<tool_call>"], "tags": [TOOL], "at_least_one": True}
+    result = grammask.generate(
+        model,
+        tokenizer,
+        "What is the weather in Paris? Call the tool.",
+        Grammar.from_structural_tag(spec),
+        max_tokens=40,
+    )
+    begin = '<tool_call>\n{"name": "w", "arguments": '
+    assert result.text.startswith(begin) and "}\n</tool_call>" in result.text
+    arguments = json.loads(result.text[len(begin) : result.text.index("}\n</tool_call>")])
+    assert set(arguments) == {"city"} and arguments["city"]
