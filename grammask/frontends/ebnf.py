@@ -13,6 +13,7 @@ has no "any token but" terminal.
 from __future__ import annotations
 
 from grammask.errors import GrammarError
+from grammask.frontends.regex_syntax import MAX_GROUP_DEPTH
 from grammask.ir import grammar as g
 from grammask.ir import regex as rx
 
@@ -39,11 +40,14 @@ class _Parser:
     """Recursive descent over `text`; `pos` is the index of the next unread character."""
 
     def __init__(self, text: str) -> None:
+        if not isinstance(text, str):
+            raise TypeError(f"a GBNF grammar must be a str, not {type(text).__name__}")
         self.text = text
         self.pos = 0
         self.rules: dict[str, g.Expr] = {}
         self.defined_at: dict[str, int] = {}
         self.referenced_at: dict[str, int] = {}
+        self.depth = 0  # groups open around `pos`
 
     def error(self, reason: str, position: int | None = None) -> GrammarError:
         return GrammarError(reason, position=self.pos if position is None else position, source=self.text)
@@ -139,12 +143,16 @@ class _Parser:
                 self.referenced_at.setdefault(name, begin)
                 items.append(g.ref(name))
             elif c == "(":
+                if self.depth >= MAX_GROUP_DEPTH:
+                    raise self.error(f"groups nested too deeply: over {MAX_GROUP_DEPTH} levels", begin)
                 self.pos += 1
+                self.depth += 1
                 self.skip_space(newline_ok=True)
                 items.append(self.parse_alternates(nested=True))
                 if self.peek() != ")":
                     raise self.error("expected ')' to close the group opened", begin)
                 self.pos += 1
+                self.depth -= 1
             elif c == ".":
                 self.pos += 1
                 items.append(g.lex(rx.ANY_CHAR))

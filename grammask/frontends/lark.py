@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 
 from grammask.errors import GrammarError
-from grammask.frontends.regex_syntax import parse_regex
+from grammask.frontends.regex_syntax import MAX_GROUP_DEPTH, parse_regex
 from grammask.ir import grammar as g
 from grammask.ir import regex as rx
 
@@ -221,10 +221,13 @@ class _Parser:
     """Recursive descent over the tokens of one Lark grammar."""
 
     def __init__(self, text: str) -> None:
+        if not isinstance(text, str):
+            raise TypeError(f"a Lark grammar must be a str, not {type(text).__name__}")
         self.text = text
         self.tokens = _tokenize(text)
         self.i = 0
         self.defs = _Definitions({}, {}, {}, [])
+        self.depth = 0  # brackets open around the next token
 
     def error(self, reason: str, pos: int | None = None) -> GrammarError:
         return GrammarError(reason, position=self.peek().pos if pos is None else pos, source=self.text)
@@ -380,8 +383,12 @@ class _Parser:
     def parse_atom(self) -> _Node | None:
         token = self.peek()
         if token.kind == "op" and token.text in "([":
+            if self.depth >= MAX_GROUP_DEPTH:
+                raise self.error(f"groups nested too deeply: over {MAX_GROUP_DEPTH} levels", token.pos)
             self.take()
+            self.depth += 1
             inner = self.parse_expansions()
+            self.depth -= 1
             close = ")" if token.text == "(" else "]"
             self.expect("op", f"{close!r} to close the bracket opened at position {token.pos}", close)
             return inner if close == ")" else _Repeat(inner, 0, 1)
@@ -505,6 +512,8 @@ class _Lowering:
             raise self.error(f"undefined terminal {name!r}", pos)
         if name in self.in_progress:
             raise self.error(f"terminal {name!r} is defined in terms of itself (terminals must be regular)", pos)
+        if len(self.in_progress) >= MAX_GROUP_DEPTH:
+            raise self.error(f"terminal {name!r} is defined through over {MAX_GROUP_DEPTH} levels of terminals", pos)
         self.in_progress.add(name)
         body = self.defs.terminals[name]
         node = self.regex(body, name) if isinstance(body, _Node) else body

@@ -50,8 +50,8 @@ _ASCII_WORD = ((48, 57), (65, 90), (95, 95), (97, 122))
 _ECMA_LINE_TERMINATORS = ((10, 10), (13, 13), (0x2028, 0x2029))
 _ECMA_EXTRA_SPACE = ((9, 9), (11, 12), (0xFEFF, 0xFEFF))
 _SIMPLE_ESCAPES = {"n": 10, "t": 9, "r": 13, "f": 12, "v": 11}
-#: Groups nested deeper than this raise (the parser and the compiler recurse per level).
-_MAX_DEPTH = 100
+#: Groups nested deeper than this raise, in regexes, GBNF and Lark (their parsers recurse per level).
+MAX_GROUP_DEPTH = 100
 _VERBOSE_SKIP = " \t\n\r\v\f#"
 _SUPPORTED_FLAGS = {"python": "aimsuxL", "ecma": "ims"}
 
@@ -125,6 +125,8 @@ class _Parser:
     def __init__(self, pattern: str, flavor: Flavor) -> None:
         if flavor not in _SUPPORTED_FLAGS:
             raise ValueError(f"unknown regex flavor {flavor!r}: expected 'python' or 'ecma'")
+        if not isinstance(pattern, str):
+            raise TypeError(f"a regex pattern must be a str, not {type(pattern).__name__}")
         self.p = pattern
         self.i = 0
         self.python = flavor == "python"
@@ -321,8 +323,8 @@ class _Parser:
         self.i = end + 1
 
     def group_body(self, start: int, flags: frozenset[str]) -> _Piece:
-        if self.depth >= _MAX_DEPTH:
-            reason = f"regex too deeply nested: over {_MAX_DEPTH} groups"
+        if self.depth >= MAX_GROUP_DEPTH:
+            reason = f"regex too deeply nested: over {MAX_GROUP_DEPTH} groups"
             raise GrammarError(reason, position=start, source=self.p)
         outer = self.flags
         self.flags, self.depth = flags, self.depth + 1

@@ -190,6 +190,11 @@ class _Builder:
         return n
 
     def add_repeat(self, n: int, expr: Rep) -> Walk[None]:
+        if expr.min > self.limits.max_grammar_rules:
+            raise GrammarError(
+                f"a repetition of at least {expr.min} copies is over Limits.max_grammar_rules="
+                f"{self.limits.max_grammar_rules} (each copy is a grammar symbol)"
+            )
         item = yield self.symbol(expr.item)
         if expr.max is None:
             # n ::= item{min} tail ; tail ::= ε | tail item   (left recursion: constant Earley work)

@@ -639,6 +639,11 @@ class Builder:
             items.append((name in required, g.seq(key, value)))
         extra = self._additional(s, ptr, depth, names, name_schema)
         lo, hi = s.get("minProperties", 0), s.get("maxProperties")
+        if extra is not None and lo - sum(1 for is_required, _ in items if is_required) >= 2:
+            # The grammar cannot keep additional keys distinct, and validators count a repeated key
+            # once: {"a": 1, "a": 2} would meet minProperties 2.
+            self.unsupported("minProperties that two or more additional properties may have to meet "
+                             "(their keys could repeat)", f"{ptr}/minProperties")
         comma = g.lex(self.ws.comma(depth))
         need = max(lo, 1)
         serial = next(self._objects)

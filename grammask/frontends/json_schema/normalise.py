@@ -89,6 +89,7 @@ def normalise(schema: object, ptr: str, doc: Document) -> dict:
     if not isinstance(schema, dict):
         raise GrammarError(f"a schema must be an object or a boolean, not {type(schema).__name__}", pointer=ptr)
     out = {k: v for k, v in schema.items() if k in KEYWORDS}
+    _check_types(out, ptr)
     if "$ref" in out and doc.draft <= 7:
         out = {"$ref": out["$ref"]}
     if "type" in out:
@@ -128,6 +129,66 @@ def normalise(schema: object, ptr: str, doc: Document) -> dict:
         out["_not"] = [(out.pop("not"), f"{ptr}/not")]
     _conditionals(out, ptr)
     return out
+
+
+_OBJECT_KEYWORDS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas",
+                    "dependentRequired", "dependencies")
+_LIST_KEYWORDS = ("enum", "allOf", "anyOf", "oneOf", "prefixItems")
+_COUNT_KEYWORDS = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties",
+                   "minContains", "maxContains")
+
+
+def _check_types(schema: dict, ptr: str) -> None:
+    """A `GrammarError` for a keyword whose value has the wrong JSON type (checked before any use,
+    so no malformed schema reaches the builder as a Python exception)."""
+    def fail(key: str, what: str) -> GrammarError:
+        return GrammarError(f"{key} must be {what}, not {_json_name(schema[key])}", pointer=f"{ptr}/{key}")
+
+    for key in _OBJECT_KEYWORDS:
+        if key in schema and not isinstance(schema[key], dict):
+            raise fail(key, "an object")
+    for key in _LIST_KEYWORDS:
+        if key in schema and not isinstance(schema[key], list):
+            raise fail(key, "an array")
+    for key in _COUNT_KEYWORDS:
+        v = schema.get(key)
+        if key in schema and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
+                              or v < 0 or not float(v).is_integer()):
+            raise fail(key, "a non-negative integer")
+    if "required" in schema and not (isinstance(schema["required"], list)
+                                     and all(isinstance(n, str) for n in schema["required"])):
+        raise fail("required", "an array of strings")
+    for key in ("pattern", "format"):
+        if key in schema and not isinstance(schema[key], str):
+            raise fail(key, "a string")
+    if "uniqueItems" in schema and not isinstance(schema["uniqueItems"], bool):
+        raise fail("uniqueItems", "a boolean")
+    for key in ("enum", "const"):
+        values = schema.get(key, []) if key == "enum" else [schema.get(key)]
+        if key in schema and not all(_is_json_value(v) for v in values):
+            raise GrammarError(f"{key} holds a value that is not JSON (a set, bytes, tuple or a non-string "
+                               "object key)", pointer=f"{ptr}/{key}")
+
+
+def _is_json_value(value: object) -> bool:
+    """Whether `value` is made of what `json.loads` returns: None, bool, int, float, str, list, dict."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, list):
+            stack += v
+        elif isinstance(v, dict):
+            if not all(isinstance(k, str) for k in v):
+                return False
+            stack += v.values()
+        elif not (v is None or isinstance(v, (bool, int, float, str))):
+            return False
+    return True
+
+
+def _json_name(value: object) -> str:
+    """The JSON type name of a keyword value, or its Python type when it is not JSON."""
+    return json_type(value) if _is_json_value(value) else type(value).__name__
 
 
 def _conditionals(out: dict, ptr: str) -> None:
