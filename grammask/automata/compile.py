@@ -23,7 +23,7 @@ from grammask.automata.minimise import minimise
 from grammask.automata.nfa import NFABuilder
 from grammask.errors import GrammarError
 from grammask.ir import regex as rx
-from grammask.limits import DEFAULT_LIMITS, Limits
+from grammask.limits import DEFAULT_LIMITS, Limits, check_deadline, deadline
 
 __all__ = ["compile_regex"]
 
@@ -48,7 +48,8 @@ def _compile(node: rx.RegexNode, limits: Limits) -> ByteDFA:
     paused = gc.isenabled()
     gc.disable()
     try:
-        return _build(node, limits)
+        with deadline(limits):
+            return _build(node, limits)
     finally:
         if paused:
             gc.enable()
@@ -68,6 +69,7 @@ def _build(node: rx.RegexNode, limits: Limits) -> ByteDFA:
             f"regex needs a DFA with more than limits.max_dfa_states={limits.max_dfa_states} states"
         )
 
+    check_deadline("building a lexeme's automaton")
     nfa = builder.build()
     alphabet = alphabet_of(nfa.classes)
     rows, accepting = determinise(nfa, alphabet, _SUBSET_SLACK * limits.max_dfa_states + 2, too_many_states)

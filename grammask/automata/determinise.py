@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from grammask.automata.alphabet import Alphabet
 from grammask.automata.nfa import CharNFA
+from grammask.limits import check_deadline
 
 __all__ = ["SparseRow", "determinise"]
 
@@ -92,6 +93,8 @@ def determinise(
     accepting = [False]
     i = 1
     while i < len(sets):
+        if not i & 255:
+            check_deadline("determinising a lexeme's automaton")
         members = sets[i]
         i += 1
         accepting.append(bool(members & final_bit))

@@ -15,6 +15,7 @@ edges into it, whatever the number of atoms.
 from __future__ import annotations
 
 from grammask.automata.determinise import SparseRow
+from grammask.limits import check_deadline
 
 __all__ = ["minimise"]
 
@@ -57,7 +58,11 @@ def _refine(preds: list[list[tuple[int, int]]], accepting: list[bool], live: lis
         preds = [[(s, m) for s, m in p if live[s]] if live[t] else [] for t, p in enumerate(preds)]
     pending = [b for b in (1, 2) if blocks[b]]
     waiting = [False, bool(blocks[1]), bool(blocks[2])]
+    rounds = 0
     while pending:
+        rounds += 1
+        if not rounds & 255:
+            check_deadline("minimising a lexeme's automaton")
         splitter = pending.pop()
         waiting[splitter] = False
         signature: dict[int, int] = {}

@@ -16,6 +16,7 @@ from grammask.errors import GrammarError
 from grammask.frontends.regex_syntax import MAX_GROUP_DEPTH
 from grammask.ir import grammar as g
 from grammask.ir import regex as rx
+from grammask.limits import check_deadline
 
 __all__ = ["grammar_from_ebnf"]
 
@@ -98,6 +99,7 @@ class _Parser:
 
     def parse_rule(self) -> None:
         begin = self.pos
+        check_deadline(f"parsing GBNF at position {begin}")
         name = self.parse_name()
         self.skip_space(newline_ok=False)
         if not self.text.startswith("::=", self.pos):

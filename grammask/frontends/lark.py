@@ -18,6 +18,7 @@ from grammask.errors import GrammarError
 from grammask.frontends.regex_syntax import MAX_GROUP_DEPTH, parse_regex
 from grammask.ir import grammar as g
 from grammask.ir import regex as rx
+from grammask.limits import check_deadline
 
 __all__ = ["COMMON_TERMINALS", "grammar_from_lark"]
 
@@ -272,6 +273,7 @@ class _Parser:
 
     def parse_definition(self) -> None:
         begin = self.peek().pos
+        check_deadline(f"parsing Lark at position {begin}")
         while self.at("op", "?") or self.at("op", "!"):  # ?inline and !keep-tokens change trees only
             self.take()
         if not self.at("name"):

@@ -31,6 +31,7 @@ from typing import Literal
 import numpy as np
 
 from grammask.errors import GrammarError
+from grammask.limits import check_deadline
 from grammask.ir import regex as rx
 
 __all__ = ["Flavor", "parse_regex", "parse_search_pattern"]
@@ -156,6 +157,8 @@ class _Parser:
         branches = [self.sequence()]
         while self.i < len(self.p) and self.p[self.i] == "|":
             self.i += 1
+            if not len(branches) & 255:
+                check_deadline(f"parsing a regex at position {self.i}")
             branches.append(self.sequence())
         return _union(branches)
 

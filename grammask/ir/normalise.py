@@ -33,7 +33,7 @@ from grammask.ir.grammar import (
     seq,
 )
 from grammask.ir.walk import Walk, run
-from grammask.limits import DEFAULT_LIMITS, Limits
+from grammask.limits import DEFAULT_LIMITS, Limits, check_deadline, deadline
 
 __all__ = ["BNF", "INLINE_REGEX_SIZE", "normalise", "terminal_symbol"]
 
@@ -103,6 +103,7 @@ def _regular_bodies(grammar: Grammar) -> dict[str, rx.RegexNode]:
         return node
 
     for name in grammar.rules:
+        check_deadline(f"inlining regular rule {name!r}")
         run(rule_regex(name))
     return {name: node for name, node in done.items() if node is not None}
 
@@ -214,6 +215,12 @@ class _Builder:
 
 
 def normalise(grammar: Grammar, limits: Limits = DEFAULT_LIMITS) -> BNF:
+    """The BNF of `grammar`; `GrammarError` over a limit (rules, lexeme size, `compile_timeout_s`)."""
+    with deadline(limits):
+        return _normalise(grammar, limits)
+
+
+def _normalise(grammar: Grammar, limits: Limits) -> BNF:
     regular = _regular_bodies(grammar)
     builder = _Builder(limits)
     start = builder.nonterminal("<start>")
@@ -225,6 +232,7 @@ def normalise(grammar: Grammar, limits: Limits = DEFAULT_LIMITS) -> BNF:
         name = builder.names[done]
         done += 1
         if name in grammar.rules and name not in builder.helper_names:
+            check_deadline(f"normalising rule {name!r}")
             run(builder.add(builder.ids[name], run(_inline(grammar.rules[name], regular, inlined))))
     productions = _productive(builder.productions, len(builder.names))
     if not any(lhs == start for lhs, _ in productions):

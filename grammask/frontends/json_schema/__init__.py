@@ -13,6 +13,7 @@ from grammask.frontends.json_schema.builder import Builder
 from grammask.frontends.json_schema.resolve import Document
 from grammask.frontends.json_schema.whitespace import DEFAULT_MAX_RUN, Whitespace
 from grammask.ir.grammar import FAIL, Grammar
+from grammask.limits import DEFAULT_LIMITS, Limits, deadline
 
 #: Python recursion limit while a schema is compiled (nesting and long property lists recurse).
 RECURSION_LIMIT = 6000
@@ -21,13 +22,14 @@ __all__ = ["DEFAULT_MAX_RUN", "Whitespace", "grammar_from_json_schema", "grammar
 
 
 def grammar_from_json_schema(schema: dict | str | bool, *, whitespace: object = "flexible",
-                             lenient: bool = False, strict: bool = False) -> Grammar:
+                             lenient: bool = False, strict: bool = False, limits: Limits = DEFAULT_LIMITS) -> Grammar:
     """JSON text valid under `schema` (a dict, a boolean, or JSON text).
 
     `whitespace` is "flexible", "compact", an indent (int) or a `Whitespace`. With `lenient`,
     constraints that cannot be enforced exactly are dropped and listed in `Grammar.warnings`
     instead of raising `GrammarError`. With `strict`, an object schema without
     `additionalProperties` allows no undeclared properties (as OpenAI's strict mode and XGrammar).
+    `limits` bounds the rules built and, with `compile_timeout_s`, the time taken.
     """
     if isinstance(schema, str):
         try:
@@ -35,11 +37,12 @@ def grammar_from_json_schema(schema: dict | str | bool, *, whitespace: object = 
         except json.JSONDecodeError as exc:
             raise GrammarError(f"the schema is not valid JSON: {exc.msg}", position=exc.pos, source=schema) from None
     ws = Whitespace.of(whitespace)
-    builder = Builder(Document(schema), ws, lenient, strict)
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, RECURSION_LIMIT))
     try:
-        body = builder.value(builder.doc.root, "", 0)
+        with deadline(limits):
+            builder = Builder(Document(schema), ws, lenient, strict, limits)
+            body = builder.value(builder.doc.root, "", 0)
     except RecursionError:
         raise GrammarError("the schema nests too deeply to compile", pointer="") from None
     finally:
@@ -51,7 +54,7 @@ def grammar_from_json_schema(schema: dict | str | bool, *, whitespace: object = 
 
 
 def grammar_from_pydantic(model: type, *, whitespace: object = "flexible", lenient: bool = False,
-                          strict: bool = False) -> Grammar:
+                          strict: bool = False, limits: Limits = DEFAULT_LIMITS) -> Grammar:
     """JSON text valid for a pydantic (v2) model class, through `model.model_json_schema()`."""
     try:
         import pydantic
@@ -59,4 +62,5 @@ def grammar_from_pydantic(model: type, *, whitespace: object = "flexible", lenie
         raise ImportError("Grammar.from_pydantic needs pydantic: pip install 'grammask[pydantic]'") from None
     if not (isinstance(model, type) and issubclass(model, pydantic.BaseModel)):
         raise TypeError(f"expected a pydantic BaseModel subclass, not {model!r}")
-    return grammar_from_json_schema(model.model_json_schema(), whitespace=whitespace, lenient=lenient, strict=strict)
+    return grammar_from_json_schema(model.model_json_schema(), whitespace=whitespace, lenient=lenient, strict=strict,
+                                    limits=limits)

@@ -33,13 +33,16 @@ from grammask.frontends.regex_syntax import parse_search_pattern
 from grammask.ir import grammar as g
 from grammask.ir import regex as rx
 from grammask.ir.normalise import INLINE_REGEX_SIZE
-from grammask.limits import DEFAULT_LIMITS
+from grammask.limits import DEFAULT_LIMITS, Limits, check_deadline
 
-__all__ = ["LEXEME_REPEAT_MAX", "MAX_BRANCH_PRODUCT", "Builder"]
+__all__ = ["LEXEME_REPEAT_MAX", "MAX_BRANCH_PRODUCT", "MAX_SCHEMA_DEPTH", "Builder"]
 
 #: Longest bounded string repeat kept inside one lexeme; longer ones become binary-block rules,
 #: since a lexeme's automaton grows with its bound.
 LEXEME_REPEAT_MAX = 64
+#: Most arrays and objects one value may nest (the builder recurses per level, within
+#: `RECURSION_LIMIT` frames).
+MAX_SCHEMA_DEPTH = 1000
 #: Most alternatives that distributing nested anyOf/oneOf over each other may create.
 MAX_BRANCH_PRODUCT = 1024
 #: Keywords that constrain but are never enforced; each is an error (or, leniently, a warning).
@@ -119,8 +122,9 @@ _ANY_CHAR_JSON = strings.encode(rx.ANY_CHAR)
 class Builder:
     """Builds the rules of one schema document."""
 
-    def __init__(self, doc: Document, ws: Whitespace, lenient: bool, strict: bool = False) -> None:
-        self.doc, self.ws, self.lenient, self.strict = doc, ws, lenient, strict
+    def __init__(self, doc: Document, ws: Whitespace, lenient: bool, strict: bool = False,
+                 limits: Limits = DEFAULT_LIMITS) -> None:
+        self.doc, self.ws, self.lenient, self.strict, self.limits = doc, ws, lenient, strict, limits
         self.rules: dict[str, g.Expr] = {}
         self.warnings: list[str] = []
         self._named: dict[object, str] = {}
@@ -139,12 +143,14 @@ class Builder:
     def rule(self, key: object, make) -> g.Expr:
         """A named rule for `key`, built by `make()` once; recursion sees the name before the body."""
         if key not in self._named:
+            check_deadline("building the schema's rules")
             name = f"r{len(self._named)}"
             self._named[key] = name
             self.rules[name] = g.FAIL
             self.rules[name] = make()
-            if len(self.rules) > DEFAULT_LIMITS.max_grammar_rules:
-                raise GrammarError("the schema needs more grammar rules than limits.max_grammar_rules", pointer="")
+            if len(self.rules) > self.limits.max_grammar_rules:
+                raise GrammarError(f"the schema needs more than Limits.max_grammar_rules="
+                                   f"{self.limits.max_grammar_rules} grammar rules", pointer="")
         return g.ref(self._named[key])
 
     def flatten(self, schema: object, ptr: str, stack: tuple[str, ...] = ()) -> dict:
@@ -176,6 +182,10 @@ class Builder:
 
     def value(self, schema: object, ptr: str, depth: int) -> g.Expr:
         """A JSON value valid under `schema` (as written at `ptr`), nested `depth` containers deep."""
+        check_deadline(f"compiling the schema at {ptr or '/'}")
+        if depth > MAX_SCHEMA_DEPTH:
+            raise GrammarError(f"values nest over MAX_SCHEMA_DEPTH={MAX_SCHEMA_DEPTH} arrays and objects deep",
+                               pointer=ptr)
         if isinstance(schema, dict) and "$ref" in schema and (
                 self.doc.draft <= 7 or set(schema) - {"$ref", "description", "title", "$comment"} == set()):
             target = self.doc.target(schema["$ref"], ptr)
