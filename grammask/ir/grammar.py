@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from grammask.errors import GrammarError
 from grammask.ir import regex as rx
 from grammask.ir.hashing import cached_hash
+from grammask.limits import DEFAULT_LIMITS, Limits
 
 __all__ = [
     "Alt",
@@ -248,7 +249,7 @@ class Grammar:
     @classmethod
     def from_json_schema(
         cls, schema: dict | str | bool, *, whitespace: object = "flexible", lenient: bool = False,
-        strict: bool = False,
+        strict: bool = False, limits: Limits = DEFAULT_LIMITS,
     ) -> Grammar:
         """JSON text valid under `schema` (see docs/json_schema.md for keywords and limits).
 
@@ -256,7 +257,7 @@ class Grammar:
         """
         from grammask.frontends.json_schema import grammar_from_json_schema
 
-        return grammar_from_json_schema(schema, whitespace=whitespace, lenient=lenient, strict=strict)
+        return grammar_from_json_schema(schema, whitespace=whitespace, lenient=lenient, strict=strict, limits=limits)
 
     @classmethod
     def from_pydantic(cls, model: type, *, whitespace: object = "flexible", lenient: bool = False,

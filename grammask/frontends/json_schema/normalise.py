@@ -140,7 +140,8 @@ _COUNT_KEYWORDS = ("minLength", "maxLength", "minItems", "maxItems", "minPropert
 
 def _check_types(schema: dict, ptr: str) -> None:
     """A `GrammarError` for a keyword whose value has the wrong JSON type (checked before any use,
-    so no malformed schema reaches the builder as a Python exception)."""
+    so no malformed schema reaches the builder as a Python exception); counts such as `2.0`
+    become ints."""
     def fail(key: str, what: str) -> GrammarError:
         return GrammarError(f"{key} must be {what}, not {_json_name(schema[key])}", pointer=f"{ptr}/{key}")
 
@@ -155,6 +156,8 @@ def _check_types(schema: dict, ptr: str) -> None:
         if key in schema and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
                               or v < 0 or not float(v).is_integer()):
             raise fail(key, "a non-negative integer")
+        if key in schema:
+            schema[key] = int(v)
     if "required" in schema and not (isinstance(schema["required"], list)
                                      and all(isinstance(n, str) for n in schema["required"])):
         raise fail("required", "an array of strings")
