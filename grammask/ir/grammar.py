@@ -197,6 +197,10 @@ class Grammar:
     #: Notes on what a lenient front-end dropped (for example an unenforceable JSON Schema keyword).
     warnings: list[str] = field(default_factory=list)
 
+    def __repr__(self) -> str:
+        # Short: a rule body may nest as deep as its input, and its repr would recurse as deep.
+        return f"{type(self).__name__}(start={self.start!r}, {len(self.rules)} rules)"
+
     def __post_init__(self) -> None:
         if self.start not in self.rules:
             raise GrammarError(f"the start rule {self.start!r} is not defined")
