@@ -84,7 +84,9 @@ class Lexer:
             raise self._too_many()
         if state == len(self.expanded):
             self._grow()
-        done = tuple(k for k, s in pairs if self._dfa(k).accepting[s])
+        # A start state accepts nothing: lexemes are never empty (see `grammask.ir.normalise`),
+        # and not asking spares compiling lexemes that are expected but never entered.
+        done = () if is_start else tuple(k for k, s in pairs if self._dfa(k).accepting[s])
         self._pairs.append(pairs)
         self.accepts.append(done)
         self.accepting[state] = bool(done)

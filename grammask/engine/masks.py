@@ -21,13 +21,17 @@ returns to a known state pays one array copy.
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
 
+from grammask.engine import kernels
 from grammask.engine.parser import Config, EarleySet, Parser
+from grammask.engine.tables import TrieIndex, tables_for
 from grammask.vocab import TokenTrie, Vocabulary
+
+#: Pairs (slice state, lexer state) `MaskComputer._lets_through` visits before it gives up.
+_SLICE_PAIRS = 48
 
 __all__ = ["MaskComputer", "TokenWalk"]
 
@@ -36,13 +40,38 @@ class TokenWalk:
     """What one lexer state does to every text token, independent of the parser context."""
 
     alive: np.ndarray  # packed int32 mask: tokens that keep the lexer alive to their end
-    split_tokens: np.ndarray  # int32: tokens whose prefix is a complete lexeme...
-    split_offsets: np.ndarray  # ... of this many bytes ...
-    split_states: np.ndarray  # ... ending in this accepting lexer state
+    index: TrieIndex  # the trie walked (the whole vocabulary, or what a slice leaves)
+    split_nodes: np.ndarray  # trie nodes where a lexeme is complete and tokens go on below...
+    split_states: np.ndarray  # ... with the lexer in this accepting state
 
     @property
     def nbytes(self) -> int:
-        return self.alive.nbytes + self.split_tokens.nbytes + self.split_offsets.nbytes + self.split_states.nbytes
+        return self.alive.nbytes + self.split_nodes.nbytes + self.split_states.nbytes
+
+
+@dataclass(frozen=True)
+class _Unsure:
+    """What a scan from an abstract set could not decide: split nodes (all tokens below) and
+    single split candidates (token, offset of the split, lexer state there)."""
+
+    index: TrieIndex | None
+    nodes: np.ndarray
+    node_states: np.ndarray
+    tokens: np.ndarray
+    offsets: np.ndarray
+    states: np.ndarray
+
+    @property
+    def empty(self) -> bool:
+        return not self.nodes.size and not self.tokens.size
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in (self.nodes, self.node_states, self.tokens, self.offsets, self.states))
+
+
+_EMPTY = np.zeros(0, np.int64)
+_SURE = _Unsure(None, _EMPTY, _EMPTY, _EMPTY, _EMPTY, _EMPTY)
 
 
 def _has_bits(packed: np.ndarray, tokens: np.ndarray) -> np.ndarray:
@@ -53,47 +82,6 @@ def _has_bits(packed: np.ndarray, tokens: np.ndarray) -> np.ndarray:
 def _set_bits(packed: np.ndarray, tokens: np.ndarray) -> None:
     """Set the tokens' bits in a packed mask, in place."""
     np.bitwise_or.at(packed.view(np.uint32), tokens >> 5, np.left_shift(np.uint32(1), (tokens & 31).astype(np.uint32)))
-
-
-@dataclass(frozen=True)
-class _TrieIndex:
-    """Arrays derived from a token trie that every mask computation over it uses (built once)."""
-
-    first_child: np.ndarray  # children of node n: first_child[n]:child_end[n] (contiguous by layout)
-    child_end: np.ndarray
-    below_lo: np.ndarray  # sorted_tokens[below_lo[n]:below_hi[n]]: tokens strictly below n
-    below_hi: np.ndarray
-    end_lo: np.ndarray  # sorted_tokens[end_lo[n]:end_hi[n]]: tokens ending exactly at n
-    end_hi: np.ndarray
-    token_node: np.ndarray  # node of each token; n_nodes ("no node") for special and padding ids
-    parent: np.ndarray
-    byte: np.ndarray
-    has_below: np.ndarray
-
-
-_trie_indexes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _trie_index(trie: TokenTrie) -> _TrieIndex:
-    found = _trie_indexes.get(trie)
-    if found is None:
-        counts = np.bincount(trie.parent[1:], minlength=trie.n_nodes)
-        child_end = np.cumsum(counts) + 1
-        end_lo = trie.node_lo.astype(np.int64)
-        found = _TrieIndex(
-            first_child=child_end - counts,
-            child_end=child_end,
-            below_lo=end_lo + trie.node_end_count,
-            below_hi=trie.node_hi.astype(np.int64),
-            end_lo=end_lo,
-            end_hi=end_lo + trie.node_end_count,
-            token_node=np.where(trie.token_node >= 0, trie.token_node, trie.n_nodes),
-            parent=trie.parent.astype(np.int32),
-            byte=trie.byte.astype(np.int32),
-            has_below=trie.node_hi > trie.node_lo + trie.node_end_count,
-        )
-        _trie_indexes[trie] = found
-    return found
 
 
 class MaskComputer:
@@ -107,11 +95,8 @@ class MaskComputer:
         self.trie = vocab.trie
         self.size = vocab.size
         self.words = (vocab.size + 31) // 32
-        index = _trie_index(self.trie)
-        self._first_child, self._child_end = index.first_child, index.child_end
-        self._below_lo, self._below_hi, self._has_below = index.below_lo, index.below_hi, index.has_below
-        self._end_lo, self._end_hi, self._token_node = index.end_lo, index.end_hi, index.token_node
-        self._parent, self._byte = index.parent, index.byte
+        self.tables = tables_for(vocab)
+        self._index = self.tables.index
         self._eos = np.array(vocab.eos_ids, dtype=np.int64)
         eos_only = np.zeros(self.size, dtype=bool)
         eos_only[self._eos] = True
@@ -147,10 +132,10 @@ class MaskComputer:
 
     def longest_token_at(self, data: bytes, start: int) -> tuple[int, int]:
         """The longest text token that `data[start:]` begins with, and its length ((-1, 0) if none)."""
-        trie = self.trie
+        trie, index = self.trie, self._index
         node, best = 0, (-1, 0)
         for length, byte in enumerate(data[start:], 1):
-            lo, hi = int(self._first_child[node]), int(self._child_end[node])
+            lo, hi = int(index.first_child[node]), int(index.child_end[node])
             i = lo + int(np.searchsorted(trie.byte[lo:hi], byte))
             if i >= hi or trie.byte[i] != byte:
                 break
@@ -167,34 +152,30 @@ class MaskComputer:
         found = self.cache.get(key)
         if found is not None:
             return found
-        abstract = self.parser.abstract(earley_set)
-        packed, unsure = self._abstract_scan(abstract, state)
-        if unsure.tokens.size:
-            ok, _ = self._after_lexeme(earley_set, unsure.tokens, unsure.offsets, unsure.states)
-            if ok.any():
-                packed = packed.copy()
-                _set_bits(packed, unsure.tokens[ok])
-                packed.flags.writeable = False
-        self.cache.put(key, packed, packed.nbytes)
-        return packed
+        found, unsure = self._abstract_scan(self.parser.abstract(earley_set), state)
+        if not unsure.empty:  # decide what the abstract set could not, from the concrete one
+            found = found.copy()
+            if unsure.nodes.size:
+                assert unsure.index is not None
+                self._check_splits(earley_set, unsure.index, unsure.nodes, unsure.node_states, found)
+            if unsure.tokens.size:
+                ok, _ = self._after_lexeme(earley_set, unsure.tokens, unsure.offsets, unsure.states)
+                _set_bits(found, unsure.tokens[ok])
+            found.flags.writeable = False
+        self.cache.put(key, found, found.nbytes)
+        return found
 
-    def _abstract_scan(self, abstract: EarleySet, state: int) -> tuple[np.ndarray, _Splits]:
-        """The mask of a scan from an abstract set, and the split candidates it is unsure of."""
+    def _abstract_scan(self, abstract: EarleySet, state: int) -> tuple[np.ndarray, _Unsure]:
+        """The mask of a scan from an abstract set, and what it is unsure of."""
         key = ("abstract", abstract, state)
         found = self.cache.get(key)
         if found is not None:
             return found
         walk = self.walk(state)
         packed = walk.alive.copy()
-        unsure = _NO_SPLITS
-        if walk.split_tokens.size:
-            todo = ~_has_bits(packed, walk.split_tokens)
-            tokens, offsets, states = walk.split_tokens[todo], walk.split_offsets[todo], walk.split_states[todo]
-            ok, doubt = self._after_lexeme(abstract, tokens, offsets, states)
-            _set_bits(packed, tokens[ok])
-            doubt &= ~_has_bits(packed, tokens)
-            if doubt.any():
-                unsure = _Splits(tokens[doubt], offsets[doubt], states[doubt])
+        unsure = _SURE
+        if walk.split_nodes.size:
+            unsure = self._check_splits(abstract, walk.index, walk.split_nodes, walk.split_states, packed)
         if state == abstract.lex_start and abstract.tokens:
             _set_bits(packed, np.fromiter(abstract.tokens, dtype=np.int64))
         packed.flags.writeable = False
@@ -202,23 +183,131 @@ class MaskComputer:
         self.cache.put(key, found, packed.nbytes + unsure.nbytes)
         return found
 
+    def _check_splits(
+        self, earley_set: EarleySet, index: TrieIndex, nodes: np.ndarray, states: np.ndarray, packed: np.ndarray
+    ) -> _Unsure:
+        """Set in `packed` the tokens below split nodes (lexeme complete there, in lexer state
+        `states[i]`) whose remaining bytes can follow at `earley_set`; return what is unsure.
+
+        Children of a split node whose byte cannot start a lexeme after the split are dropped
+        with their whole subtree before any token is listed."""
+        trie, lexer = index.trie, self.lexer
+        unsure_nodes, unsure_tokens = [], []
+        for state in np.unique(states).tolist():
+            group = nodes[states == state]
+            made = self.parser.complete(earley_set, lexer.accepts[state])
+            lo, hi = index.first_child[group], index.child_end[group]
+            counts = hi - lo
+            children = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+            first = lexer.gather(np.full(len(children), made.lex_start, dtype=np.int32), index.byte[children])
+            live = first != 0
+            if made.tainted and not live.all():  # the concrete set may expect more
+                unsure_nodes.append((group, state))
+            kept = children[live]
+            lo, hi = index.end_lo[kept], index.below_hi[kept]
+            tokens = self._tokens_in(trie, lo, hi)
+            offsets = np.repeat(trie.depth[kept].astype(np.int64) - 1, hi - lo)
+            todo = ~_has_bits(packed, tokens)
+            tokens, offsets = tokens[todo], offsets[todo]
+            ok, doubt = self._suffix_valid(made, tokens, offsets)
+            _set_bits(packed, tokens[ok])
+            doubt &= ~ok
+            if doubt.any():
+                unsure_tokens.append((tokens[doubt], offsets[doubt], state))
+        if not unsure_nodes and not unsure_tokens:
+            return _SURE
+        tokens = np.concatenate([t for t, _, _ in unsure_tokens]) if unsure_tokens else _EMPTY
+        keep = ~_has_bits(packed, tokens)  # allowed by another split point after all
+        return _Unsure(
+            index,
+            np.concatenate([g for g, _ in unsure_nodes]) if unsure_nodes else _EMPTY,
+            np.concatenate([np.full(len(g), s) for g, s in unsure_nodes]) if unsure_nodes else _EMPTY,
+            tokens[keep],
+            (np.concatenate([o for _, o, _ in unsure_tokens]) if unsure_tokens else _EMPTY)[keep],
+            (np.concatenate([np.full(len(t), s) for t, _, s in unsure_tokens]) if unsure_tokens else _EMPTY)[keep],
+        )
+
     def walk(self, state: int) -> TokenWalk:
-        """What lexer state `state` does to every text token (cached)."""
+        """What lexer state `state` does to every text token (cached).
+
+        When every text of the JSON-string slice keeps the lexer alive from `state`, the slice's
+        tokens are all alive: their mask is OR-ed in and only the other tokens are walked."""
         key = ("walk", state)
         found = self.cache.get(key)
         if found is None:
-            found = self._walk(state)
+            token_slice = self.tables.json_string
+            if self._lets_through(state):
+                found = self._walk(state, token_slice.rest)
+                found = TokenWalk(found.alive | token_slice.mask, found.index, found.split_nodes, found.split_states)
+                found.alive.flags.writeable = False
+            else:
+                found = self._walk(state, self._index)
             self.walks_computed += 1
             self.cache.put(key, found, found.nbytes)
         return found
 
-    def _walk(self, start: int) -> TokenWalk:
-        """Step every trie node's prefix through the lexer, one trie level at a time.
+    def _lets_through(self, state: int) -> bool:
+        """Whether every text of the JSON-string slice's language keeps the lexer alive from `state`
+        (a walk over pairs of slice and lexer states; gives up, saying no, past a few dozen pairs)."""
+        token_slice, lexer = self.tables.json_string, self.lexer
+        row = lexer.row(state)
+        if not all(row[b] for b in token_slice.probe):  # most states fail on a common byte
+            return False
+        transitions = token_slice.dfa.transitions
+        seen = {(1, state)}
+        stack = [(1, state)]
+        while stack:
+            p, q = stack.pop()
+            data = token_slice.next_bytes[p]
+            after = lexer.gather(np.full(len(data), q, dtype=np.int32), data)
+            if not after.all():
+                return False
+            for pair in set(zip(transitions[p, data].tolist(), after.tolist())):
+                if pair not in seen:
+                    if len(seen) >= _SLICE_PAIRS:
+                        return False
+                    seen.add(pair)
+                    stack.append(pair)
+        return True
+
+    def _walk(self, start: int, index: TrieIndex) -> TokenWalk:
+        """Step every node's prefix of `index`'s trie through the lexer (compiled when numba is
+        installed, with numpy otherwise)."""
+        if kernels.AVAILABLE:
+            return self._walk_compiled(start, index)
+        return self._walk_numpy(start, index)
+
+    def _walk_compiled(self, start: int, index: TrieIndex) -> TokenWalk:
+        lexer, trie = self.lexer, index.trie
+        split_nodes = np.empty(trie.n_nodes, dtype=np.int64)
+        split_states = np.empty(trie.n_nodes, dtype=np.int32)
+        pending = np.empty(trie.n_nodes, dtype=np.int64)
+        pending_state = np.empty(trie.n_nodes, dtype=np.int32)
+        alive = np.zeros(self.words, dtype=np.uint32)
+        frontier, frontier_state = np.zeros(1, dtype=np.int64), np.array([start], dtype=np.int32)
+        count = 0
+        while True:
+            lexer.ensure(frontier_state)  # rows the walk needs: compute them, walk on from there
+            count, n_pending = kernels.walk_trie(
+                frontier, frontier_state, lexer.table, lexer.expanded, lexer.accepting,
+                index.first_child, index.child_end, index.byte, index.end_lo, index.end_hi,
+                index.has_below, trie.sorted_tokens, alive, split_nodes, split_states, count,
+                pending, pending_state,
+            )  # fmt: skip
+            if not n_pending:
+                break
+            frontier, frontier_state = pending[:n_pending].copy(), pending_state[:n_pending].copy()
+        packed = alive.view(np.int32)
+        packed.flags.writeable = False
+        return TokenWalk(packed, index, split_nodes[:count].copy(), split_states[:count].copy())
+
+    def _walk_numpy(self, start: int, index: TrieIndex) -> TokenWalk:
+        """Step every node's prefix of `index`'s trie through the lexer, one level at a time.
 
         A level is computed sparsely (only the children of live nodes) when few nodes are live,
         densely (one gather over the whole level) otherwise; the dead state maps to itself.
         """
-        trie, lexer = self.trie, self.lexer
+        trie, lexer = index.trie, self.lexer
         bounds = trie.depth_start
         node_state = np.zeros(trie.n_nodes + 1, dtype=np.int32)  # the extra node: "no node", always dead
         node_state[0] = start
@@ -228,15 +317,20 @@ class MaskComputer:
         dense = False
         for depth in range(1, len(bounds) - 1):
             level_lo, level_hi = int(bounds[depth]), int(bounds[depth + 1])
+            if depth == index.tail_depth:
+                above = int(bounds[depth - 1])
+                frontier = np.flatnonzero(node_state[above:level_lo]) + above
+                live_nodes.append(self._walk_tail(index, frontier, node_state))
+                break
             if not dense:
-                lo, hi = self._first_child[frontier], self._child_end[frontier]
+                lo, hi = index.first_child[frontier], index.child_end[frontier]
                 counts = hi - lo
                 total = int(counts.sum())
                 if total == 0:
                     break
                 dense = 3 * total > level_hi - level_lo
             if dense:
-                states = lexer.gather(node_state[self._parent[level_lo:level_hi]], self._byte[level_lo:level_hi])
+                states = lexer.gather(node_state[index.parent[level_lo:level_hi]], index.byte[level_lo:level_hi])
                 node_state[level_lo:level_hi] = states
                 live_count = int(np.count_nonzero(states))
                 if live_count == 0:
@@ -250,35 +344,52 @@ class MaskComputer:
                 frontier_state = states[frontier - level_lo]
             else:
                 children = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(total)
-                states = lexer.gather(np.repeat(frontier_state, counts), self._byte[children])
+                states = lexer.gather(np.repeat(frontier_state, counts), index.byte[children])
                 live = states != 0
                 frontier, frontier_state = children[live], states[live]
                 node_state[frontier] = frontier_state
             live_nodes.append(frontier)
         accepting = lexer.accepting
         if any(n is None for n in live_nodes):  # a large level was dense: read the whole trie
-            alive = self.pack(node_state[self._token_node] != 0)
-            nodes = np.flatnonzero(accepting[node_state[:-1]] & self._has_below)
+            alive = self.pack(node_state[index.token_node] != 0)
+            nodes = np.flatnonzero(accepting[node_state[:-1]] & index.has_below)
         else:
             nodes = np.concatenate(live_nodes) if live_nodes else np.zeros(0, dtype=np.int64)
             alive = np.zeros(self.words, dtype=np.int32)
-            _set_bits(alive, self._tokens_in(self._end_lo[nodes], self._end_hi[nodes]))
-            nodes = nodes[accepting[node_state[nodes]] & self._has_below[nodes]]
+            _set_bits(alive, self._tokens_in(trie, index.end_lo[nodes], index.end_hi[nodes]))
+            nodes = nodes[accepting[node_state[nodes]] & index.has_below[nodes]]
         nodes = nodes[nodes > 0]
-        node_states = node_state[nodes]
-        # Split candidates: tokens strictly below a node where a lexeme is complete.
-        lo, hi = self._below_lo[nodes], self._below_hi[nodes]
-        tokens = self._tokens_in(lo, hi)
-        offsets = np.repeat(trie.depth[nodes], hi - lo).astype(np.int64)
-        states = np.repeat(node_states, hi - lo)
         alive.flags.writeable = False
-        return TokenWalk(alive, tokens, offsets, states)
+        return TokenWalk(alive, index, nodes, node_state[nodes])
 
-    def _tokens_in(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-        """The tokens of `sorted_tokens[lo[i]:hi[i]]` for all i, concatenated."""
+    def _walk_tail(self, index: TrieIndex, frontier: np.ndarray, node_state: np.ndarray) -> np.ndarray:
+        """Walk the subtrees below `frontier` depth first in Python (they are small); fill in
+        `node_state` and return their live nodes."""
+        row = self.lexer.row
+        base = index.tail_base
+        first_child, child_end, edge = index.tail_first_child, index.tail_child_end, index.tail_byte
+        nodes: list[int] = []
+        states: list[int] = []
+        stack = list(zip(frontier.tolist(), node_state[frontier].tolist()))
+        while stack:
+            node, state = stack.pop()
+            successors = row(state)
+            for child in range(first_child[node - base], child_end[node - base]):
+                after = successors[edge[child - base]]
+                if after:
+                    nodes.append(child)
+                    states.append(after)
+                    stack.append((child, after))
+        live = np.array(nodes, dtype=np.int64)
+        node_state[live] = states
+        return live
+
+    @staticmethod
+    def _tokens_in(trie: TokenTrie, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """The tokens of `trie.sorted_tokens[lo[i]:hi[i]]` for all i, concatenated."""
         counts = hi - lo
         positions = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
-        return self.trie.sorted_tokens[positions].astype(np.int64)
+        return trie.sorted_tokens[positions].astype(np.int64)
 
     # -- across lexeme boundaries -----------------------------------------------------------------
 
@@ -333,19 +444,3 @@ class MaskComputer:
                 going &= ~ok[index]
             index, state, position = index[going], state[going], position[going]
         return ok, unsure
-
-
-@dataclass(frozen=True)
-class _Splits:
-    """Split candidates: token, offset of the split, lexer state where the lexeme ends."""
-
-    tokens: np.ndarray
-    offsets: np.ndarray
-    states: np.ndarray
-
-    @property
-    def nbytes(self) -> int:
-        return self.tokens.nbytes + self.offsets.nbytes + self.states.nbytes
-
-
-_NO_SPLITS = _Splits(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int32))

@@ -53,9 +53,13 @@ class TokenTrie:
     token_start: np.ndarray
     token_len: np.ndarray
 
-    def __init__(self, vocab: Vocabulary) -> None:
+    def __init__(self, vocab: Vocabulary, only: np.ndarray | None = None) -> None:
+        """The trie of `vocab`'s text tokens, or of those among them where `only` (bool per id) is set."""
         pieces = vocab.token_bytes
-        text_ids = np.flatnonzero(~vocab.is_special[: len(pieces)])
+        keep = ~vocab.is_special[: len(pieces)]
+        if only is not None:
+            keep &= only[: len(pieces)]
+        text_ids = np.flatnonzero(keep)
         order = sorted(text_ids.tolist(), key=pieces.__getitem__)  # stable: ties stay by id
         sorted_pieces = [pieces[i] for i in order]
         lengths = np.fromiter(map(len, sorted_pieces), np.int64, len(order))

@@ -1,0 +1,144 @@
+"""Per-vocabulary tables of the mask computation, built once per vocabulary and shared by every
+grammar compiled for it: the token trie's derived arrays (`TrieIndex`) and the token slices.
+
+Building them also compiles the numba kernels (`grammask.engine.kernels`), when numba is there,
+so that no decoding step pays for it.
+
+A *token slice* is a class of tokens fixed by a language: here, the tokens whose text is JSON
+string content (no `"`, `\\` or control character; complete UTF-8 characters). Most of a large
+vocabulary is in it. Where a lexer state lets every text of the slice's language through (inside
+an unconstrained JSON string, for one), all of the slice's tokens are allowed at once by OR-ing its
+precomputed mask, and the trie walk covers only the rest of the vocabulary, a much smaller trie.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+
+from grammask.automata.compile import compile_regex
+from grammask.automata.dfa import ByteDFA
+from grammask.engine import kernels
+from grammask.ir import regex as rx
+from grammask.vocab import TokenTrie, Vocabulary
+
+__all__ = ["TokenSlice", "TrieIndex", "VocabTables", "tables_for"]
+
+#: JSON string content: any character but `"`, `\` and the controls below U+0020.
+JSON_STRING_CHARS = ((0x20, 0x21), (0x23, 0x5B), (0x5D, 0xD7FF), (0xE000, 0x10FFFF))
+
+
+#: Levels of the trie smaller than this are walked in Python, depth first (see `TrieIndex`).
+_TAIL_LEVEL = 384
+
+
+@dataclass(frozen=True)
+class TrieIndex:
+    """Arrays derived from a token trie that every walk over it uses."""
+
+    trie: TokenTrie
+    first_child: np.ndarray  # children of node n: first_child[n]:child_end[n] (contiguous by layout)
+    child_end: np.ndarray
+    below_lo: np.ndarray  # sorted_tokens[below_lo[n]:below_hi[n]]: tokens strictly below n
+    below_hi: np.ndarray
+    end_lo: np.ndarray  # sorted_tokens[end_lo[n]:end_hi[n]]: tokens ending exactly at n
+    end_hi: np.ndarray
+    token_node: np.ndarray  # node of each token; n_nodes ("no node") for ids not in the trie
+    parent: np.ndarray
+    byte: np.ndarray
+    has_below: np.ndarray
+    #: From this depth on every level is small: walks go on depth first in Python (no per-level
+    #: numpy overhead), with the nodes from `tail_base` on as Python lists.
+    tail_depth: int
+    tail_base: int
+    tail_first_child: list[int]
+    tail_child_end: list[int]
+    tail_byte: list[int]
+
+    @classmethod
+    def of(cls, trie: TokenTrie) -> TrieIndex:
+        counts = np.bincount(trie.parent[1:], minlength=trie.n_nodes)
+        child_end = np.cumsum(counts) + 1
+        end_lo = trie.node_lo.astype(np.int64)
+        sizes = np.diff(trie.depth_start)
+        big = np.flatnonzero(sizes >= _TAIL_LEVEL)
+        tail_depth = max(int(big[-1]) + 1 if big.size else 1, 1)
+        tail_base = int(trie.depth_start[tail_depth - 1])
+        return cls(
+            trie=trie,
+            first_child=child_end - counts,
+            child_end=child_end,
+            below_lo=end_lo + trie.node_end_count,
+            below_hi=trie.node_hi.astype(np.int64),
+            end_lo=end_lo,
+            end_hi=end_lo + trie.node_end_count,
+            token_node=np.where(trie.token_node >= 0, trie.token_node, trie.n_nodes),
+            parent=trie.parent.astype(np.int32),
+            byte=trie.byte.astype(np.int32),
+            has_below=trie.node_hi > trie.node_lo + trie.node_end_count,
+            tail_depth=tail_depth,
+            tail_base=tail_base,
+            tail_first_child=(child_end - counts)[tail_base:].tolist(),
+            tail_child_end=child_end[tail_base:].tolist(),
+            tail_byte=trie.byte[tail_base:].tolist(),
+        )
+
+
+@dataclass(frozen=True)
+class TokenSlice:
+    """The tokens whose whole text is in `dfa`'s language, and the trie of all other tokens."""
+
+    dfa: ByteDFA
+    mask: np.ndarray  # packed int32: the slice's tokens
+    rest: TrieIndex  # the trie of the text tokens outside the slice
+    #: per DFA state, the bytes that keep it alive
+    next_bytes: tuple[np.ndarray, ...]
+    #: a few bytes every state of a language that contains the slice's must let through first
+    probe: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class VocabTables:
+    """Everything about a vocabulary that mask computation needs, whatever the grammar."""
+
+    index: TrieIndex
+    json_string: TokenSlice
+
+
+_tables: weakref.WeakKeyDictionary[Vocabulary, VocabTables] = weakref.WeakKeyDictionary()
+_lock = threading.Lock()
+
+
+def tables_for(vocab: Vocabulary) -> VocabTables:
+    """The tables of `vocab` (built on first use, kept while the vocabulary lives)."""
+    with _lock:
+        found = _tables.get(vocab)
+        if found is None:
+            index = TrieIndex.of(vocab.trie)
+            language = rx.star(rx.char_class(JSON_STRING_CHARS))
+            found = VocabTables(index, _slice(vocab, index, compile_regex(language)))
+            _tables[vocab] = found
+            kernels.warm_up()
+        return found
+
+
+def _slice(vocab: Vocabulary, index: TrieIndex, dfa: ByteDFA) -> TokenSlice:
+    trie = index.trie
+    state = np.zeros(trie.n_nodes + 1, dtype=np.int32)  # the extra node: "no node", always dead
+    state[0] = 1
+    bounds = trie.depth_start
+    for depth in range(1, len(bounds) - 1):  # each level from the one above: dense, once
+        lo, hi = int(bounds[depth]), int(bounds[depth + 1])
+        state[lo:hi] = dfa.transitions[state[index.parent[lo:hi]], index.byte[lo:hi]]
+    inside = dfa.accepting[state[index.token_node]] & ~vocab.is_special
+    packed = np.packbits(inside, bitorder="little")
+    mask = np.zeros(((vocab.size + 31) // 32) * 4, dtype=np.uint8)
+    mask[: len(packed)] = packed
+    mask = mask.view(np.int32)
+    mask.flags.writeable = False
+    rest = TrieIndex.of(TokenTrie(vocab, only=~inside))
+    next_bytes = tuple(np.flatnonzero(row) for row in dfa.transitions)
+    return TokenSlice(dfa, mask, rest, next_bytes, tuple(b" eat0.,-A\xc3\xe4"))
