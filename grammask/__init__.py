@@ -10,7 +10,7 @@
 from grammask.bitmask import allocate_bitmask, unpack_bitmask
 from grammask.compiler import CompiledGrammar, compile
 from grammask.errors import GenerationError, GrammarError, GrammaskError, VocabularyError
-from grammask.ir.grammar import Grammar
+from grammask.grammar import Grammar
 from grammask.limits import DEFAULT_LIMITS, Limits
 from grammask.matcher import BatchMatcher, Matcher
 from grammask.processors import ForbidCharacters, GrammarConstraint, Pipeline, apply_token_bitmask

@@ -29,6 +29,9 @@ from itertools import count
 from typing import Any
 
 from grammask.errors import GrammarError
+from grammask.frontends.ebnf import grammar_from_ebnf
+from grammask.frontends.json_schema import Whitespace, grammar_from_json_schema
+from grammask.frontends.regex import grammar_from_regex
 from grammask.ir import grammar as g
 from grammask.ir import regex as rx
 
@@ -114,10 +117,10 @@ class _Builder:
         return g.literal(_field(fmt, "value", str, where))
 
     def _regex(self, fmt: dict, ends: tuple[str, ...], where: str) -> g.Expr:
-        return self._embed(g.Grammar.from_regex(_field(fmt, "pattern", str, where)), "regex")
+        return self._embed(grammar_from_regex(_field(fmt, "pattern", str, where)), "regex")
 
     def _grammar(self, fmt: dict, ends: tuple[str, ...], where: str) -> g.Expr:
-        return self._embed(g.Grammar.from_ebnf(_field(fmt, "grammar", str, where)), "grammar")
+        return self._embed(grammar_from_ebnf(_field(fmt, "grammar", str, where)), "grammar")
 
     def _json_schema(self, fmt: dict, ends: tuple[str, ...], where: str) -> g.Expr:
         if fmt.get("style", "json") != "json":
@@ -131,11 +134,9 @@ class _Builder:
         whitespace = self.whitespace
         max_run = fmt.get("max_whitespace_cnt")
         if max_run is not None:
-            from grammask.frontends.json_schema import Whitespace
-
             if whitespace != "compact":
                 whitespace = Whitespace.flexible(_count(max_run, where))
-        grammar = g.Grammar.from_json_schema(fmt["json_schema"], whitespace=whitespace, strict=self.strict)
+        grammar = grammar_from_json_schema(fmt["json_schema"], whitespace=whitespace, strict=self.strict)
         return self._embed(grammar, "json")
 
     def _token(self, fmt: dict, ends: tuple[str, ...], where: str) -> g.Expr:

@@ -186,16 +186,20 @@ def plus(item: Expr) -> Expr:
 
 @dataclass
 class Grammar:
-    """A start rule and named rules. Front-ends build one; `grammask.compile` turns it into masks.
-
-    `Grammar.from_regex`, `from_ebnf`, `from_lark`, `choice`, `from_transitions`,
-    `from_json_schema`, `from_pydantic` and `json` are the ways to make one.
-    """
+    """A start rule and named rules, checked to refer only to defined rules. Front-ends build one;
+    `grammask.compile` turns it into masks. The public `grammask.Grammar` (`grammask/grammar.py`,
+    above the front-ends) is this class with a constructor per format."""
 
     rules: dict[str, Expr]
     start: str = "root"
     #: Notes on what a lenient front-end dropped (for example an unenforceable JSON Schema keyword).
     warnings: list[str] = field(default_factory=list)
+
+    def __eq__(self, other: object) -> bool:
+        # Equal across the public subclass: a front-end's result equals the constructor's.
+        if not isinstance(other, Grammar):
+            return NotImplemented
+        return (self.rules, self.start, self.warnings) == (other.rules, other.start, other.warnings)
 
     def __repr__(self) -> str:
         # Short: a rule body may nest as deep as its input, and its repr would recurse as deep.

@@ -10,7 +10,7 @@ LIMIT = 0x10FFFF
 
 
 def covers(seq: tuple[tuple[int, int], ...], data: bytes) -> bool:
-    return len(seq) == len(data) and all(lo <= b <= hi for (lo, hi), b in zip(seq, data))
+    return len(seq) == len(data) and all(lo <= b <= hi for (lo, hi), b in zip(seq, data, strict=True))
 
 
 def test_boundaries_of_each_encoding_length() -> None:

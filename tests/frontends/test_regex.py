@@ -2,10 +2,11 @@
 
 import pytest
 
+from grammask import Grammar
 from grammask.errors import GrammarError
 from grammask.frontends.regex import grammar_from_regex
 from grammask.ir import regex as rx
-from grammask.ir.grammar import FAIL, Grammar, Lex, Seq
+from grammask.ir.grammar import FAIL, Lex, Seq
 
 
 def test_pattern_becomes_one_lexeme() -> None:

@@ -50,9 +50,11 @@ CASES = [
      [{"x-a": 1}, {"x-a": "1"}, {"y": 1}, {}]),
     ({"type": "object", "required": ["id"], "additionalProperties": {"type": "integer"}, "properties": {"n": {}}},
      [{"id": 1}, {"n": 1, "id": 2}, {"n": 1}, {"id": "x"}]),
-    ({"type": "object", "minProperties": 1, "maxProperties": 2}, [{}, {"a": 1}, {"a": 1, "b": 2}, {"a": 1, "b": 2, "c": 3}]),
+    ({"type": "object", "minProperties": 1, "maxProperties": 2},
+     [{}, {"a": 1}, {"a": 1, "b": 2}, {"a": 1, "b": 2, "c": 3}]),
     ({"type": "object", "propertyNames": {"pattern": "^[a-z]+$"}}, [{"ab": 1}, {"Ab": 1}, {}]),
-    ({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3}, [[], [1], [1, 2, 3], [1, 2, 3, 4], ["a"]]),
+    ({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3},
+     [[], [1], [1, 2, 3], [1, 2, 3, 4], ["a"]]),
     ({"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}], "items": False},
      [["a", 1], ["a"], ["a", 1, 2], [1, "a"], []]),
     ({"$schema": "http://json-schema.org/draft-07/schema#", "type": "array", "items": [{"type": "string"}],
@@ -91,7 +93,8 @@ CASES = [
     # oneOf: disjoint by range, and exact by negating overlapping branches
     ({"oneOf": [{"type": "integer", "maximum": 3}, {"type": "integer", "minimum": 4}]}, [3, 4, 1.5]),
     ({"oneOf": [{"type": "integer", "minimum": 0}, {"type": "integer", "maximum": 5}]}, [-1, 0, 5, 6]),
-    ({"type": "object", "oneOf": [{"required": ["a"]}, {"required": ["b"]}]}, [{"a": 1}, {"b": 1}, {"a": 1, "b": 1}, {}]),
+    ({"type": "object", "oneOf": [{"required": ["a"]}, {"required": ["b"]}]},
+     [{"a": 1}, {"b": 1}, {"a": 1, "b": 1}, {}]),
     ({"oneOf": [{"enum": [1, 2, 3]}, {"enum": [3, 4]}]}, [1, 3, 4, 5]),
     # if / then / else
     ({"type": "object", "if": {"properties": {"k": {"const": "a"}}, "required": ["k"]},
@@ -112,7 +115,8 @@ CASES = [
     # uniqueItems over a finite set
     ({"type": "array", "items": {"enum": ["a", "b", "c"]}, "uniqueItems": True},
      [[], ["a"], ["a", "b"], ["a", "a"], ["c", "b", "a"], ["b", "a", "b"]]),
-    ({"type": "array", "items": {"type": "boolean"}, "uniqueItems": True, "minItems": 2}, [[True, False], [True, True], [True]]),
+    ({"type": "array", "items": {"type": "boolean"}, "uniqueItems": True, "minItems": 2},
+     [[True, False], [True, True], [True]]),
 ]
 
 
@@ -132,7 +136,8 @@ def test_grammar_agrees_with_jsonschema(schema, instances):
 
 # Formats jsonschema checks only with optional packages: expected results written out.
 FORMAT_CASES = [
-    ("date-time", ["2024-01-05T10:20:30Z", "2024-01-05t10:20:30.5+02:00"], ["2024-01-05 10:20", "2024-01-05T25:00:00Z"]),
+    ("date-time", ["2024-01-05T10:20:30Z", "2024-01-05t10:20:30.5+02:00"],
+     ["2024-01-05 10:20", "2024-01-05T25:00:00Z"]),
     ("time", ["23:59:59Z", "00:00:00.123-05:30"], ["24:00:00Z", "12:00:00"]),
     ("duration", ["P1Y2M3DT4H5M6S", "PT5M", "P3W"], ["P", "PT", "P1H", "1Y"]),
     ("hostname", ["example.com", "a-b.c"], ["-a.com", "a..b", "a_b"]),
@@ -211,7 +216,7 @@ def test_integer_ranges_are_exact(lo, span, x):
 
 
 def test_any_json_and_pydantic():
-    from grammask.ir.grammar import Grammar
+    from grammask import Grammar
 
     pydantic = pytest.importorskip("pydantic")
 

@@ -1,8 +1,9 @@
 """MaskBench: every valid instance of a compiled schema is accepted, no invalid one is.
 
 A deterministic sample runs by default, in CI too (GRAMMASK_MASKBENCH_SAMPLE files, 80 unless set;
-about 0.3 s a file); GRAMMASK_MASKBENCH_ALL=1 runs the whole folder. Schemas rejected at compile time must fail with a GrammarError (a documented
-limitation), whether from the front-end or from an automaton limit.
+about 0.3 s a file); GRAMMASK_MASKBENCH_ALL=1 runs the whole folder. Schemas rejected at compile
+time must fail with a GrammarError (a documented limitation), whether from the front-end or from an
+automaton limit.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from grammask import Grammar
 from grammask.engine.recognize import accepts
 from grammask.errors import GrammarError
-from grammask.ir.grammar import Grammar
 
 FOLDER = Path(__file__).resolve().parents[4] / "shared" / "maskbench-dev"
 SAMPLE = int(os.environ.get("GRAMMASK_MASKBENCH_SAMPLE", "80"))
@@ -42,7 +43,7 @@ def test_maskbench_instances_agree_with_labels():
             errors[exc.reason.split(":")[0][:70]] += 1
             continue
         compiled += 1
-        for test, ok in zip(case["tests"], verdicts):
+        for test, ok in zip(case["tests"], verdicts, strict=True):
             if ok != test["valid"]:
                 (wrong_rejects if test["valid"] else wrong_accepts).append(f"{path.name}: {test['description']}")
     print(f"\ncompiled {compiled}/{compiled + sum(errors.values())}; wrong rejects {len(wrong_rejects)}, "
