@@ -70,6 +70,12 @@ def _single_word(node: rx.RegexNode) -> str | None:
     return None
 
 
+def _float_spelling(value: int) -> bool:
+    """Whether `value` is also written `value.0`: the float is exact, and `json.dumps` of it has no
+    exponent (below 1e16)."""
+    return abs(value) < 10**16 and float(value) == value
+
+
 def _is_json(value: object) -> bool:
     """Whether `value` has a JSON text: NaN and the infinities have none, so an enum or const value
     holding one can never be produced (and is dropped, as no instance can equal it)."""
@@ -263,11 +269,11 @@ class Builder:
         parts = [g.lex(self.literal(v, depth)) for v in others]
         if words:
             parts.append(g.lex(strings.string_literal(rx.words(words))))
-        # An integer-valued number has two usual spellings, 1 and 1.0 (json.dumps of a float) below
-        # 2**53; one trie for all keeps a 50,000-value enum linear.
-        small = [str(i) for i in integers if abs(i) < 2**53]
-        parts.append(g.lex(rx.alt(rx.concat(rx.words(small), rx.optional(rx.literal(".0"))),
-                                  rx.words(str(i) for i in integers if abs(i) >= 2**53))))
+        # An integer-valued number has two usual spellings, 1 and 1.0 (json.dumps of a float); one
+        # trie for all keeps a 50,000-value enum linear.
+        parts.append(g.lex(rx.alt(rx.concat(rx.words(str(i) for i in integers if _float_spelling(i)),
+                                            rx.optional(rx.literal(".0"))),
+                                  rx.words(str(i) for i in integers if not _float_spelling(i)))))
         return g.alt(*parts)
 
     def _branch(self, s: dict, ptr: str, depth: int) -> g.Expr:
@@ -415,7 +421,7 @@ class Builder:
         if isinstance(value, int) and not isinstance(value, bool) or isinstance(value, float) and value.is_integer():
             # An integer-valued number has two usual spellings: 1 and 1.0 (json.dumps of a float).
             spellings = [json.dumps(int(value))]
-            if abs(value) < 2**53:
+            if _float_spelling(int(value)):
                 spellings.append(json.dumps(float(value)))
             return rx.alt(*map(rx.literal, spellings))
         return rx.literal(json.dumps(value))

@@ -52,7 +52,10 @@ def _date() -> rx.RegexNode:
 def _time() -> rx.RegexNode:
     frac = rx.optional(_S(_L("."), rx.plus(_DIGIT)))
     offset = _A(_c("Zz"), _S(_c("+-"), _two(0, 23), _L(":"), _two(0, 59)))
-    return _S(_two(0, 23), _L(":"), _two(0, 59), _L(":"), _two(0, 59), frac, offset)
+    # A leap second is 23:59:60 UTC; written only with a zero offset (other offsets would make the
+    # automaton remember the local time: thousands of states for every date-time).
+    leap = _S(_L("23:59:60"), frac, _A(_c("Zz"), _S(_c("+-"), _L("00:00"))))
+    return _A(_S(_two(0, 23), _L(":"), _two(0, 59), _L(":"), _two(0, 59), frac, offset), leap)
 
 
 def _duration() -> rx.RegexNode:
@@ -70,9 +73,12 @@ def _duration() -> rx.RegexNode:
 
 
 def _hostname() -> rx.RegexNode:
-    # At most 4 labels of at most 62 characters: never longer than the 253 characters allowed.
-    label = _S(_ALNUM, rx.optional(_S(_R(_c("a-zA-Z0-9-"), 0, 60), _ALNUM)))
-    return _S(label, _R(_S(_L("."), label), 0, 3))
+    # At most 4 labels, the first of at most 63 characters (the RFC's maximum), the others of at
+    # most 62: never longer than the 253 characters allowed (63 + 3 x 63 would be 255).
+    def label(most: int) -> rx.RegexNode:
+        return _S(_ALNUM, rx.optional(_S(_R(_c("a-zA-Z0-9-"), 0, most - 2), _ALNUM)))
+
+    return _S(label(63), _R(_S(_L("."), label(62)), 0, 3))
 
 
 def _ipv4() -> rx.RegexNode:
@@ -123,8 +129,14 @@ def _json_pointer() -> rx.RegexNode:
 
 
 def _email() -> rx.RegexNode:
+    """RFC 5321 mailboxes: a dot-atom or quoted-string local part; a host name or an IPv4/IPv6
+    address literal."""
     atom = rx.plus(_c("a-zA-Z0-9!#$%&'*+/=?^_`{|}~-"))
-    return _S(atom, rx.star(_S(_L("."), atom)), _L("@"), _hostname())
+    quoted = _S(_L('"'), rx.star(_A(rx.char_class([(32, 33), (35, 91), (93, 126)]),
+                                    _S(_L("\\"), rx.char_class([(32, 126)])))), _L('"'))
+    local = _A(_S(atom, rx.star(_S(_L("."), atom))), quoted)
+    literal = _S(_L("["), _A(_ipv4(), _S(_L("IPv6:"), _ipv6())), _L("]"))
+    return _S(local, _L("@"), _A(_hostname(), literal))
 
 
 def _uuid() -> rx.RegexNode:
