@@ -14,6 +14,7 @@ import pytest
 import grammask
 from grammask import assets
 from grammask.bitmask import unpack_bitmask
+from grammask.engine import kernels
 from grammask.ir import regex as rx
 from grammask.ir.grammar import Grammar, alt, lex, literal, opt, ref, seq, star, token
 
@@ -56,7 +57,7 @@ def brute_force(matcher) -> np.ndarray:
     first_bytes = parser.allowed_bytes(config)
     for t, text in enumerate(vocab.token_bytes):
         if vocab.is_special[t]:
-            fresh = [s for s, state in config.scans if state == 1 and t in s.tokens]
+            fresh = [s for s, state in config.scans if state == s.lex_start and t in s.tokens]
             allowed[t] = bool(fresh)
         elif text and text[0] in first_bytes:
             allowed[t] = parser.step_bytes(config, text) is not None
@@ -101,3 +102,104 @@ def test_special_token_terminal(vocab_llama3):
         assert matcher.advance(t)
     assert matcher.can_finish()
     assert set(matcher.allowed_token_ids().tolist()) == set(vocab_llama3.eos_ids)
+
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "maxLength": 12},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "code": {"type": "string", "pattern": "^[A-Z]{2}-[0-9]+$"},
+        "child": {"$ref": "#"},
+    },
+    "required": ["name"],
+    "additionalProperties": False,
+}
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        b"",
+        b'{"name": "ab',  # inside a bounded string
+        b'{"name": "a", "tags": ["x\\', # inside an escape of an unbounded string (the JSON-string slice)
+        b'{"name": "a", "child": {"name": "b", "child": {"name": "c", "tags": []',  # three objects deep
+        b'{"name": "a", "child": {"name": "b", "code": "AB-1',  # a pattern, two deep: tokens may close both
+    ],
+)
+def test_json_schema_masks_equal_brute_force(vocab_llama3, prefix):
+    """Real JSON Schema lexemes, nested objects (abstract sets), bounded strings and slices."""
+    compiled = grammask.compile(Grammar.from_json_schema(SCHEMA), vocab_llama3)
+    matcher = compiled.matcher()
+    assert matcher.advance_bytes(prefix)
+    got = unpack_bitmask(matcher._mask(), vocab_llama3.size)
+    want = brute_force(matcher)
+    diff = np.flatnonzero(got != want)
+    assert not diff.size, [(int(t), vocab_llama3.token_bytes[t], bool(got[t])) for t in diff[:10]]
+
+
+def parens() -> Grammar:
+    return Grammar({"root": alt(seq(literal("("), ref("root"), literal(")")), literal("x"))})
+
+
+def test_nested_depths_share_walks_and_masks(vocab_llama3):
+    """`root ::= "(" root ")" | "x"`: going deeper computes no new trie walk and no new abstract
+    scan; only the few tokens that close more levels than the abstract set can see are checked
+    per depth. Masks stay exact: `)))` may follow `x` at depth 50, not at depth 2."""
+    compiled = grammask.compile(parens(), vocab_llama3)
+    masks = compiled.masks
+    matcher = compiled.matcher()
+    assert matcher.advance_bytes(b"((")
+    at_two = unpack_bitmask(matcher._mask(), vocab_llama3.size)
+    assert np.array_equal(at_two, brute_force(matcher))
+    assert matcher.advance_bytes(b"(")
+    matcher._mask()  # depth 3: the first depth whose set has the same abstract set as deeper ones
+    walks = masks.walks_computed
+    abstract = sum(1 for key in compiled.cache._data if key[0] == "abstract")
+    assert matcher.advance_bytes(b"(" * 47)
+    at_fifty = unpack_bitmask(matcher._mask(), vocab_llama3.size)
+    assert masks.walks_computed == walks
+    assert sum(1 for key in compiled.cache._data if key[0] == "abstract") == abstract
+    assert np.array_equal(at_fifty, brute_force(matcher))
+    closers = vocab_llama3.token_id(")))")
+    shallow = compiled.matcher()
+    assert shallow.advance_bytes(b"((x") and matcher.advance_bytes(b"x")
+    assert matcher.is_allowed(closers) and not shallow.is_allowed(closers)
+    assert np.array_equal(unpack_bitmask(matcher._mask(), vocab_llama3.size), brute_force(matcher))
+
+
+def test_cache_stays_within_its_budget(vocab_llama3):
+    """A long random walk under a small byte budget: memory stays under it, masks never change."""
+    budget = 160 * 2**10  # about ten masks
+    small = grammask.compile(grammars()["json"], vocab_llama3, limits=grammask.Limits(max_cache_bytes=budget))
+    large = grammask.compile(grammars()["json"], vocab_llama3)
+    twin = large.matcher()
+    rng = random.Random(7)
+    matcher = small.matcher()
+    for _ in range(300):
+        assert np.array_equal(matcher._mask(), twin._mask())
+        assert small.cache.nbytes <= budget
+        choices = [t for t in matcher.allowed_token_ids().tolist() if t not in vocab_llama3.eos_ids]
+        if not choices:
+            matcher, twin = small.matcher(), large.matcher()
+            continue
+        token = rng.choice(choices)
+        assert matcher.advance(token) and twin.advance(token)
+    stats = small.cache_stats()
+    assert stats.evictions > 0 and stats.bytes <= budget
+
+
+@pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
+@pytest.mark.parametrize("grammar_name", ["json", "gbnf_c", "unicode"])
+def test_compiled_walk_equals_numpy_walk(vocab_llama3, grammar_name):
+    compiled = grammask.compile(grammars()[grammar_name], vocab_llama3)
+    masks = compiled.masks
+    tables = masks.tables
+    for matcher in random_walk(compiled, steps=8, seed=3):
+        for _, state in matcher._history[-1].scans:
+            for index in (tables.index, tables.json_string.rest):
+                a, b = masks._walk_compiled(state, index), masks._walk_numpy(state, index)
+                assert np.array_equal(a.alive, b.alive)
+                assert sorted(zip(a.split_nodes.tolist(), a.split_states.tolist())) == sorted(
+                    zip(b.split_nodes.tolist(), b.split_states.tolist())
+                )

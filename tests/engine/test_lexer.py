@@ -1,0 +1,66 @@
+"""The grammar-wide lazy lexer, against its component DFAs stepped one by one."""
+
+import random
+
+import numpy as np
+import pytest
+
+import grammask
+from grammask.automata.compile import compile_regex
+from grammask.engine.lexer import Lexer
+from grammask.errors import GrammarError
+from grammask.ir import regex as rx
+from grammask.ir.grammar import Grammar, alt, lex, token
+from grammask.limits import Limits
+
+LEXEMES = [
+    rx.concat(rx.literal('"'), rx.star(rx.char_class([(34, 34), (92, 92)], negate=True)), rx.literal('"')),
+    rx.plus(rx.char_class([(48, 57)])),
+    rx.concat(rx.plus(rx.char_class([(48, 57)])), rx.literal("."), rx.plus(rx.char_class([(48, 57)]))),
+    rx.literal("true"),
+    rx.literal("tru"),
+    rx.star(rx.char_class([(0x4E00, 0x9FFF), (97, 122)])),
+]
+
+
+def test_states_are_the_alive_pairs_of_the_component_dfas():
+    dfas = [compile_regex(node) for node in LEXEMES]
+    lexer = Lexer(dfas.__getitem__, Limits())
+    rng = random.Random(0)
+    alphabet = list(b'"019.truea\\x') + list("中".encode())
+    for _ in range(300):
+        terminals = tuple(sorted(rng.sample(range(len(dfas)), rng.randint(1, len(dfas)))))
+        state = lexer.start(terminals)
+        pairs = {(k, 1) for k in terminals}
+        for byte in rng.choices(alphabet, k=rng.randint(1, 8)):
+            state = lexer.step(state, byte)
+            pairs = {(k, int(dfas[k].transitions[s, byte])) for k, s in pairs} - {(k, 0) for k in range(len(dfas))}
+            assert set(lexer.pairs(state)) == pairs
+            assert lexer.accepts[state] == tuple(sorted(k for k, s in pairs if dfas[k].accepting[s]))
+            assert bool(lexer.accepting[state]) == any(dfas[k].accepting[s] for k, s in pairs)
+            if not pairs:
+                assert state == 0
+                break
+    # rows computed by `gather` in bulk agree with byte-at-a-time steps
+    states = np.arange(1, lexer.n_states, dtype=np.int32)
+    data = np.array([rng.choice(alphabet) for _ in states], dtype=np.int32)
+    assert lexer.gather(states, data).tolist() == [lexer.step(int(s), int(b)) for s, b in zip(states, data)]
+
+
+def test_a_start_state_is_never_reached_by_bytes():
+    """`a*b` comes back to its DFA's start on `a`; the lexer keeps "not started" apart, so a
+    special token allowed at the start of the lexeme is not allowed after `a`."""
+    vocab = grammask.Vocabulary([b"a", b"b", b"<s>", b"</s>"], special_ids=[2], eos_ids=[3])
+    grammar = Grammar({"root": alt(lex(rx.concat(rx.star(rx.literal("a")), rx.literal("b"))), token("<s>"))})
+    matcher = grammask.compile(grammar, vocab).matcher()
+    assert matcher.is_allowed(2)
+    assert matcher.advance(0)
+    assert not matcher.is_allowed(2) and matcher.is_allowed(0) and matcher.is_allowed(1)
+
+
+def test_lexer_state_limit_is_a_grammar_error():
+    dfas = [compile_regex(rx.repeat(rx.char_class([(97, 122)]), 0, 300))]
+    lexer = Lexer(dfas.__getitem__, Limits(max_lexer_states=100))
+    start = lexer.start((0,))
+    with pytest.raises(GrammarError, match="max_lexer_states"):
+        lexer.step(start, 97)
