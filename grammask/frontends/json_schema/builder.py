@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from fractions import Fraction
 
 from grammask.errors import GrammarError
 from grammask.frontends.json_schema import strings
@@ -46,7 +47,7 @@ MAX_SCHEMA_DEPTH = 1000
 #: Most alternatives that distributing nested anyOf/oneOf over each other may create.
 MAX_BRANCH_PRODUCT = 1024
 #: Keywords that constrain but are never enforced; each is an error (or, leniently, a warning).
-_UNSUPPORTED = ("unevaluatedProperties", "unevaluatedItems", "minContains", "maxContains", "$dynamicRef",
+_UNSUPPORTED = ("unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
                 "$recursiveRef")
 #: Most negations one schema may expand (a guard against recursive `not` of `$ref`).
 MAX_NEGATIONS = 4096
@@ -445,11 +446,31 @@ class Builder:
         if bounds.is_empty(integer):
             return g.FAIL
         try:
+            if not integer and decimals is None and self._excluded_numbers(s, bounds):
+                # x ≠ v is x < v ∨ x > v: the range cut at each excluded value, every spelling of v out.
+                return g.alt(*(g.lex(number_regex(piece, integer=False, pointer=ptr))
+                               for piece in self._cut(bounds, self._excluded_numbers(s, bounds))))
             expr = g.lex(number_regex(bounds, integer=integer, pointer=ptr, decimals=decimals))
         except GrammarError as exc:
             self.unsupported(exc.reason, ptr)
             expr = g.lex(number_regex(Bounds(), integer=integer, pointer=ptr))
         return self._exclude_numbers(expr, s, ptr, integer=integer)
+
+    @staticmethod
+    def _excluded_numbers(s: dict, bounds: Bounds) -> list[Fraction]:
+        """The distinct `_exclude` numbers inside `bounds`, ascending."""
+        values = {number_value(v) for v in s.get("_exclude", []) if json_type(v) in ("integer", "number")}
+        return sorted(v for v in values if (bounds.lo is None or v >= bounds.lo) and (bounds.hi is None or v <= bounds.hi))
+
+    @staticmethod
+    def _cut(bounds: Bounds, values: list[Fraction]) -> list[Bounds]:
+        """`bounds` without the points `values` (ascending, inside it): the open pieces between them."""
+        pieces, lo, lo_strict = [], bounds.lo, bounds.lo_strict
+        for v in values:
+            pieces.append(Bounds(lo, lo_strict, v, True))
+            lo, lo_strict = v, True
+        pieces.append(Bounds(lo, lo_strict, bounds.hi, bounds.hi_strict))
+        return [p for p in pieces if not p.is_empty(False)]
 
     def _exclude_numbers(self, expr: g.Expr, s: dict, ptr: str, *, integer: bool) -> g.Expr:
         """`expr` without the numbers of `_exclude` (exact for canonical integers only)."""
@@ -564,14 +585,11 @@ class Builder:
         elems = [el(sub, f"{ptr}/prefixItems/{i}") for i, sub in enumerate(prefix)]
         rest = el(items, f"{ptr}/items")
         comma = g.lex(self.ws.comma(depth))
-        if "contains" in s:
+        if "contains" in s and (s.get("minContains", 1) > 0 or "maxContains" in s):
             if prefix or lo > 1 or hi is not None:
                 self.unsupported("contains together with prefixItems, minItems > 1 or maxItems", f"{ptr}/contains")
             else:
-                hit = self.build(merge(self.flatten(items, f"{ptr}/items"), self.flatten(s["contains"], ptr), ptr),
-                                 f"{ptr}/contains", depth + 1)
-                body = g.seq(g.star(g.seq(rest, comma)), hit, g.star(g.seq(comma, rest)))
-                return g.seq(g.lex(self.ws.open("[", depth)), body, g.lex(self.ws.close("]", depth)))
+                return self._contains(s, ptr, depth, items, rest, comma)
 
         def tail(i: int) -> g.Expr:
             """Items from position i on, i >= 1 items already written."""
@@ -588,6 +606,41 @@ class Builder:
         if hi is not None and hi < lo:
             return g.FAIL
         return g.alt(g.lex(self.ws.empty("[]")), body) if lo == 0 else body
+
+    def _contains(self, s: dict, ptr: str, depth: int, items: object, rest: g.Expr, comma: g.Expr) -> g.Expr:
+        """An array with between minContains (default 1) and maxContains items matching `contains`.
+
+        Without maxContains, n hits among any items; with it, each item is a hit or a miss
+        (items ∧ ¬contains, disjoint), one rule per hit count so far.
+        """
+        c_lo, c_hi = s.get("minContains", 1), s.get("maxContains")
+        cptr = f"{ptr}/contains"
+        items_s = self.flatten(items, f"{ptr}/items")
+        hit = self.build(merge(items_s, self.flatten(s["contains"], cptr), ptr), cptr, depth + 1)
+        open_, close = g.lex(self.ws.open("[", depth)), g.lex(self.ws.close("]", depth))
+        if c_hi is None:
+            skip = g.star(g.seq(rest, comma))
+            body = g.seq(skip, hit, g.rep(g.seq(comma, skip, hit), c_lo - 1, c_lo - 1), g.star(g.seq(comma, rest)))
+            return g.seq(open_, body, close)
+        if c_hi < c_lo:
+            return g.FAIL
+        if c_hi > self.limits.max_grammar_rules:
+            raise GrammarError(f"maxContains over Limits.max_grammar_rules={self.limits.max_grammar_rules}",
+                               pointer=f"{ptr}/maxContains")
+        miss = self.build(merge(items_s, {"_not": [(s["contains"], cptr)]}, ptr), cptr, depth + 1)
+        serial = next(self._objects)
+
+        def state(k: int) -> g.Expr:
+            """The items after the first, k hits so far."""
+            return self.rule(("contains", serial, k), lambda: g.alt(
+                *([g.EMPTY_SEQ] if k >= c_lo else []), g.seq(comma, miss, state(k)),
+                *([g.seq(comma, hit, state(k + 1))] if k < c_hi else [])))
+
+        for k in reversed(range(c_hi + 1)):  # bottom-up: no recursion as deep as maxContains
+            state(k)
+        first = g.alt(g.seq(miss, state(0)), *([g.seq(hit, state(1))] if c_hi > 0 else []))
+        filled = g.seq(open_, first, close)
+        return g.alt(g.lex(self.ws.empty("[]")), filled) if c_lo == 0 else filled
 
     def _unique_array(self, s: dict, ptr: str, depth: int) -> g.Expr | None:
         """An array of distinct items drawn from a small finite set: one rule per set of items used."""
