@@ -39,7 +39,9 @@ class Lexer:
         self._dfa = dfa
         self._limit = limits.max_lexer_states
         self._lock = threading.RLock()
-        self._pairs: list[Pairs] = [()]
+        self._n = 1
+        #: pairs of the states outside terminal blocks (see `_single`)
+        self._pairs: dict[int, Pairs] = {0: ()}
         self._ids: dict[tuple[Pairs, bool], int] = {((), False): 0}
         #: per terminal: the base of its block of single-lexeme states (see `_single`)
         self._bases: dict[int, int] = {}
@@ -48,13 +50,15 @@ class Lexer:
         self.expanded = np.zeros(capacity, dtype=bool)
         self.expanded[0] = True
         self.accepting = np.zeros(capacity, dtype=bool)
+        #: per state: the terminal whose block holds it (-1: none, see `_single`)
+        self._owner = np.full(capacity, -1, dtype=np.int32)
         #: per state: the terminals whose lexeme is complete there
         self.accepts: list[tuple[int, ...]] = [()]
-        self._rows: list[list[int] | None] = [[0] * 256]
+        self._rows: dict[int, list[int]] = {0: [0] * 256}
 
     @property
     def n_states(self) -> int:
-        return len(self._pairs)
+        return self._n
 
     @property
     def nbytes(self) -> int:
@@ -62,6 +66,9 @@ class Lexer:
 
     def pairs(self, state: int) -> Pairs:
         """The `(terminal, DFA state)` pairs alive in `state`."""
+        terminal = int(self._owner[state])
+        if terminal >= 0:
+            return ((terminal, state - self._bases[terminal]),)
         return self._pairs[state]
 
     # -- states -----------------------------------------------------------------------------------
@@ -79,18 +86,18 @@ class Lexer:
         if len(pairs) == 1 and not is_start:
             terminal, dfa_state = pairs[0]
             return self._single(terminal) + dfa_state
-        state = len(self._pairs)
+        state = self._n
         if state >= self._limit:
             raise self._too_many()
         if state == len(self.expanded):
             self._grow()
+        self._n += 1
         # A start state accepts nothing: lexemes are never empty (see `grammask.ir.normalise`),
         # and not asking spares compiling lexemes that are expected but never entered.
         done = () if is_start else tuple(k for k, s in pairs if self._dfa(k).accepting[s])
-        self._pairs.append(pairs)
+        self._pairs[state] = pairs
         self.accepts.append(done)
         self.accepting[state] = bool(done)
-        self._rows.append(None)
         self._ids[key] = state
         return state
 
@@ -103,7 +110,7 @@ class Lexer:
         if base is None:
             dfa = self._dfa(terminal)
             n = dfa.n_states
-            base = len(self._pairs) - 1  # state s of the DFA is base + s; its dead state is not used
+            base = self._n - 1  # state s of the DFA is base + s; its dead state is not used
             if base + n > self._limit:
                 raise self._too_many()
             while base + n > len(self.expanded):
@@ -112,10 +119,10 @@ class Lexer:
             self.table[block] = np.where(dfa.transitions[1:] > 0, dfa.transitions[1:] + base, 0)
             self.expanded[block] = True
             self.accepting[block] = dfa.accepting[1:]
-            self._pairs.extend(((terminal, s),) for s in range(1, n))
-            self.accepts.extend((terminal,) if a else () for a in dfa.accepting[1:].tolist())
-            self._rows.extend([None] * (n - 1))
-            self._ids.update(((((terminal, s),), False), base + s) for s in range(1, n))
+            self._owner[block] = terminal
+            choice = ((), (terminal,))
+            self.accepts.extend([choice[a] for a in dfa.accepting[1:].tolist()])
+            self._n += n - 1
             self._bases[terminal] = base
         return base
 
@@ -132,12 +139,13 @@ class Lexer:
         self.table = table
         self.expanded = np.concatenate([self.expanded, np.zeros(capacity - len(self.expanded), dtype=bool)])
         self.accepting = np.concatenate([self.accepting, np.zeros(capacity - len(self.accepting), dtype=bool)])
+        self._owner = np.concatenate([self._owner, np.full(capacity - len(self._owner), -1, dtype=np.int32)])
 
     # -- rows -------------------------------------------------------------------------------------
 
     def row(self, state: int) -> list[int]:
         """The successor of `state` on each byte, as a list (for byte-at-a-time stepping)."""
-        found = self._rows[state]
+        found = self._rows.get(state)
         if found is None:
             self.ensure(np.array([state]))
             found = self._rows[state] = self.table[state].tolist()
@@ -162,7 +170,7 @@ class Lexer:
 
     def _expand(self, states: np.ndarray) -> None:
         for state in states.tolist():
-            pairs = self._pairs[state]
+            pairs = self.pairs(state)
             if len(pairs) == 1:  # a start state of one lexeme: the row of its block's start
                 first = self._single(pairs[0][0]) + 1
                 row = self.table[first].copy()
