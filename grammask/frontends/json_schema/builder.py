@@ -47,7 +47,9 @@ MAX_SCHEMA_DEPTH = 1000
 #: Most alternatives that distributing nested anyOf/oneOf over each other may create.
 MAX_BRANCH_PRODUCT = 1024
 #: Keywords that constrain but are never enforced; each is an error (or, leniently, a warning).
-_UNSUPPORTED = ("unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
+#: Read where they are written, on the flattened schema (see the note above `Builder._contains`).
+_UNEVALUATED = ("unevaluatedProperties", "unevaluatedItems")
+_UNSUPPORTED = ("$dynamicRef",
                 "$recursiveRef")
 #: Most negations one schema may expand (a guard against recursive `not` of `$ref`).
 MAX_NEGATIONS = 4096
@@ -167,10 +169,19 @@ class Builder:
             target = self.doc.target(s.pop("$ref"), ptr)
             if target in stack:
                 raise GrammarError("recursive $ref through allOf or sibling keywords", pointer=ptr)
-            s = merge(self.flatten(self.doc.at(target), target, (*stack, target)), s, ptr)
+            s = merge(self.part(self.flatten(self.doc.at(target), target, (*stack, target)), target), s, ptr)
         for i, part in enumerate(s.pop("allOf", [])):
-            s = merge(s, self.flatten(part, f"{ptr}/allOf/{i}", stack), ptr)
+            s = merge(s, self.part(self.flatten(part, f"{ptr}/allOf/{i}", stack), f"{ptr}/allOf/{i}"), ptr)
         return s
+
+    def part(self, s: dict, ptr: str) -> dict:
+        """A flattened schema about to be merged into a larger one (an `allOf` part, a `$ref`
+        target, an `anyOf`/`oneOf` branch). Its unevaluated* keywords would then see its cousins'
+        properties and items as evaluated, which they are not: unsupported."""
+        for key in _UNEVALUATED:
+            if key in s and not _is_true(s[key]):
+                self.unsupported(f"{key} inside an allOf part, $ref target or anyOf/oneOf branch", ptr)
+        return {k: v for k, v in s.items() if k not in _UNEVALUATED}
 
     def _resolver(self, schema: object, ptr: str) -> dict:
         return self.closed(self.flatten(schema, ptr))
@@ -222,6 +233,11 @@ class Builder:
         if s.get("_false"):
             return g.FAIL
         if s.get("_not"):
+            if any(key in s and not _is_true(s[key]) for key in _UNEVALUATED):
+                # Folding merges the negation's keywords in, but `not` evaluates nothing.
+                self.unsupported("unevaluatedProperties/unevaluatedItems next to not (or if/else, or an "
+                                 "overlapping oneOf)", ptr)
+                s = {k: v for k, v in s.items() if k not in _UNEVALUATED}
             s = self._fold_not(s)
             if s.get("_false"):
                 return g.FAIL
@@ -287,7 +303,8 @@ class Builder:
         base = {k: v for k, v in s.items() if k != "_branches"}
         if rest:
             base["_branches"] = rest
-        options = [(i, merge(base, self.flatten(sub, f"{bptr}/{i}"), bptr)) for i, sub in enumerate(subs)]
+        options = [(i, merge(base, self.part(self.flatten(sub, f"{bptr}/{i}"), f"{bptr}/{i}"), bptr))
+                   for i, sub in enumerate(subs)]
         options = [(i, o) for i, o in options if not o.get("_false")]
         self._branches += len(options)
         if self._branches > MAX_BRANCH_PRODUCT:
@@ -574,6 +591,13 @@ class Builder:
     def array(self, s: dict, ptr: str, depth: int) -> g.Expr:
         if not self._container_depth_ok(depth):
             return g.FAIL
+        if "unevaluatedItems" in s:
+            s = dict(s)
+            unevaluated = s.pop("unevaluatedItems")
+            if "contains" in s and not _is_true(unevaluated):
+                self.unsupported("unevaluatedItems together with contains", f"{ptr}/unevaluatedItems")
+            elif "items" not in s:
+                s["items"] = unevaluated  # see the note above `_contains`
         lo, hi = s.get("minItems", 0), s.get("maxItems")
         if s.get("uniqueItems") and (hi is None or hi > 1):
             unique = self._unique_array(s, ptr, depth)
@@ -606,6 +630,13 @@ class Builder:
         if hi is not None and hi < lo:
             return g.FAIL
         return g.alt(g.lex(self.ws.empty("[]")), body) if lo == 0 else body
+
+    # unevaluatedProperties/unevaluatedItems read on the flattened schema. `$ref`,
+    # `allOf`, the chosen `anyOf`/`oneOf` branch and a passing `if` are merged into it, so what it
+    # declares is what was evaluated: the unevaluated keyword becomes `additionalProperties` (or
+    # `items`) unless that is already there (then everything was evaluated). Under `anyOf`, other
+    # branches that also pass would evaluate more: treating their properties as unevaluated is
+    # stricter, never looser.
 
     def _contains(self, s: dict, ptr: str, depth: int, items: object, rest: g.Expr, comma: g.Expr) -> g.Expr:
         """An array with between minContains (default 1) and maxContains items matching `contains`.
@@ -687,6 +718,10 @@ class Builder:
     def object(self, s: dict, ptr: str, depth: int) -> g.Expr:
         if not self._container_depth_ok(depth):
             return g.FAIL
+        if "unevaluatedProperties" in s:
+            s = dict(s)
+            unevaluated = s.pop("unevaluatedProperties")
+            s.setdefault("additionalProperties", unevaluated)  # see the note above `_contains`
         s = self.closed(s)
         declared = list(s.get("properties", {}))
         required = list(dict.fromkeys(s.get("required", [])))

@@ -119,6 +119,18 @@ CASES = [
     ({"type": "number", "exclusiveMinimum": -1.05, "maximum": 0.1}, [-1.05, -1.0499, 0.1, 0.1001, 0, -2]),
     ({"type": "number", "multipleOf": 0.01, "minimum": 0, "maximum": 1.5}, [0.01, 0.015, 1.5, 1.51, 0, 0.1]),
     ({"type": "integer", "minimum": 0.5, "maximum": 3.5}, [0, 1, 3, 4]),
+    # unevaluated*: what the schema (with its allOf, $ref and chosen branch) declares is evaluated
+    ({"type": "object", "properties": {"a": {}}, "unevaluatedProperties": False}, [{"a": 1}, {"b": 1}, {}]),
+    ({"allOf": [{"properties": {"a": {}}}], "unevaluatedProperties": {"type": "integer"}},
+     [{"a": "x"}, {"a": "x", "b": 2}, {"b": "y"}]),
+    ({"$defs": {"base": {"properties": {"a": {}}}}, "$ref": "#/$defs/base", "properties": {"b": {}},
+      "unevaluatedProperties": False}, [{"a": 1, "b": 2}, {"c": 1}]),
+    ({"oneOf": [{"properties": {"k": {"const": 1}, "x": {}}, "required": ["k"]},
+                {"properties": {"k": {"const": 2}, "y": {}}, "required": ["k"]}], "unevaluatedProperties": False,
+      "type": "object"},
+     [{"k": 1, "x": 0}, {"k": 2, "y": 0}, {"k": 1, "y": 0}]),
+    ({"prefixItems": [{"type": "integer"}], "unevaluatedItems": False}, [[1], [1, 2], [], ["a"]]),
+    ({"prefixItems": [{}], "unevaluatedItems": {"type": "string"}}, [[1, "a"], [1, 2], [None]]),
     # uniqueItems over a finite set
     ({"type": "array", "items": {"enum": ["a", "b", "c"]}, "uniqueItems": True},
      [[], ["a"], ["a", "b"], ["a", "a"], ["c", "b", "a"], ["b", "a", "b"]]),
@@ -197,6 +209,8 @@ def test_escapes_decode_before_patterns_and_lengths():
     ({"type": "string", "not": {"pattern": "a"}}, "pattern"),
     ({"oneOf": [{"type": "string"}, {"pattern": "^a"}]}, "oneOf"),
     ("{not json", "not valid JSON"),
+    ({"allOf": [{"properties": {"a": {}}}, {"unevaluatedProperties": False}]}, "allOf part"),
+    ({"properties": {"a": {}}, "not": {"required": ["b"]}, "unevaluatedProperties": False}, "next to not"),
 ])
 def test_clear_errors(schema, fragment):
     with pytest.raises(GrammarError, match=fragment):
