@@ -88,6 +88,9 @@ def _schemas() -> st.SearchStrategy[dict]:
         "required": st.lists(st.sampled_from("abc"), max_size=2, unique=True),
         "minProperties": _counts, "maxProperties": _counts,
         "minItems": _counts, "maxItems": _counts, "uniqueItems": st.booleans(),
+        "unevaluatedProperties": st.booleans(), "unevaluatedItems": st.booleans(),
+        "contains": st.sampled_from([{"type": "integer"}, {"const": "a"}]),
+        "minContains": st.integers(0, 2), "maxContains": st.integers(0, 2),
     })
 
     def extend(inner: st.SearchStrategy[dict]) -> st.SearchStrategy[dict]:
