@@ -192,7 +192,9 @@ def test_accept_string(date_compiled):
 
 def test_json_matchers_in_eight_threads(vocab_llama3):
     compiled = grammask.compile(
-        Grammar.from_json_schema({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}}}}),
+        grammask.Grammar.from_json_schema(
+            {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}}}}
+        ),
         vocab_llama3,
     )
     text = ['{"', 'a', '":', ' [', '1', ',', ' ', '2', ',', '3', ']}']
@@ -206,7 +208,8 @@ def test_json_matchers_in_eight_threads(vocab_llama3):
     barrier = threading.Barrier(8)
 
     def run():
-        fresh = grammask.compile(Grammar.from_json_schema({"type": "array", "items": {"type": "string"}}), vocab_llama3)
+        strings = grammask.Grammar.from_json_schema({"type": "array", "items": {"type": "string"}})
+        fresh = grammask.compile(strings, vocab_llama3)
         matchers = [compiled.matcher(), fresh.matcher()]
         barrier.wait()
         for step, t in enumerate(ids):
