@@ -1,7 +1,7 @@
 """Grammar + vocabulary → `CompiledGrammar`: the immutable, shareable half of constrained decoding.
 
 A compiled grammar holds the parser (vocabulary-independent), the token-mask computer for one
-vocabulary, and the one bounded cache (`EngineCache`) where both keep what they learn while
+vocabulary, and the one bounded cache (`LRUCache`) where both keep what they learn while
 decoding. Many matchers, in many threads, can share one. `compile` keeps the most recently used
 compiled grammars, keyed by grammar and vocabulary fingerprint, within a total byte budget.
 """
@@ -12,7 +12,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 
-from grammask.engine.cache import CacheStats, EngineCache
+from grammask.lru import CacheStats, LRUCache
 from grammask.engine.masks import MaskComputer
 from grammask.engine.parser import Parser
 from grammask.errors import GrammarError
@@ -35,7 +35,7 @@ class CompiledGrammar:
         #: What a lenient front-end dropped (e.g. an unenforceable JSON Schema keyword).
         self.warnings: list[str] = list(grammar.warnings)
         bnf = normalise(grammar, limits)
-        self.cache = EngineCache(limits.max_cache_bytes)
+        self.cache = LRUCache(limits.max_cache_bytes)
         self.parser = Parser(bnf, _token_ids(bnf, vocab), limits, self.cache)
         self.masks = MaskComputer(self.parser, vocab)
         # The first mask is needed right away, and computing it here makes the lexemes it needs

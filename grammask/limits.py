@@ -32,10 +32,10 @@ class Limits:
     #: Bytes of derived data one compiled grammar keeps (token masks at V/8 bytes each, i.e. 16 KiB
     #: for a 128k vocabulary; trie walks; parser transitions): least recently used first out.
     #: Eviction never changes a result, it only costs recomputation.
-    max_cache_bytes: int = 128 * 2**20
+    max_cache_bytes: int = 64 * 2**20
     #: Bytes all the grammars in `grammask.compile`'s cache may hold together (their caches and
     #: lexer tables, measured at each compile); least recently used grammars go first.
-    max_compile_cache_bytes: int = 1024 * 2**20
+    max_compile_cache_bytes: int = 256 * 2**20
     #: States of one grammar's lazily built lexer (about 1 KiB each, never evicted while the
     #: compiled grammar lives). Reaching it raises `GrammarError`.
     max_lexer_states: int = 50_000

@@ -106,7 +106,8 @@ class Matcher:
             bitmask[row, len(mask) :] = 0
         else:
             torch = sys.modules["torch"]
-            bitmask[row, : len(mask)].copy_(torch.from_numpy(mask), non_blocking=True)
+            # Cached masks are read-only, which torch.from_numpy warns about: hand it a copy.
+            bitmask[row, : len(mask)].copy_(torch.from_numpy(mask.copy()), non_blocking=True)
             bitmask[row, len(mask) :].fill_(0)
 
     def allowed_token_ids(self) -> np.ndarray:

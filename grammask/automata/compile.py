@@ -13,7 +13,6 @@ point, and byte states follow them: the result is the same for equal languages.
 from __future__ import annotations
 
 import gc
-from functools import lru_cache
 
 from grammask.automata.alphabet import alphabet_of
 from grammask.automata.determinise import determinise
@@ -23,9 +22,13 @@ from grammask.automata.minimise import minimise
 from grammask.automata.nfa import NFABuilder
 from grammask.errors import GrammarError
 from grammask.ir import regex as rx
+from grammask.lru import LRUCache
 from grammask.limits import DEFAULT_LIMITS, Limits, check_deadline, deadline
 
 __all__ = ["compile_regex"]
+
+#: Bytes of DFA tables the process-wide cache of compiled lexemes keeps.
+_CACHE_BYTES = 64 * 2**20
 
 #: The unminimised subset automaton may exceed the state limit by this factor before compilation
 #: stops: minimisation often shrinks it back under the limit.
@@ -36,12 +39,21 @@ def compile_regex(node: rx.RegexNode, *, limits: Limits = DEFAULT_LIMITS) -> Byt
     """The minimal DFA accepting exactly the UTF-8 encodings of the strings `node` matches.
 
     Raises `GrammarError` when the tree (bounded repeats expanded) is over `limits.max_regex_size`,
-    or the automaton needs more than `limits.max_dfa_states` states. Results are cached by node.
+    or the automaton needs more than `limits.max_dfa_states` states. Results are cached by node
+    (least recently used out first, within 64 MiB of tables).
     """
-    return _compile(node, limits)
+    key = (node, limits)
+    found = _cache.get(key)
+    if found is None:
+        found = _compile(node, limits)
+        _cache.put(key, found, found.transitions.nbytes + found.accepting.nbytes)
+    return found
 
 
-@lru_cache(maxsize=256)
+#: Lexeme DFAs by regex, shared by every grammar in the process (one JSON string lexeme, say).
+_cache = LRUCache(budget=_CACHE_BYTES)
+
+
 def _compile(node: rx.RegexNode, limits: Limits) -> ByteDFA:
     # Compiling allocates many small containers and frees them all at the end; pausing the
     # cyclic collector meanwhile saves its passes over the whole heap (10-20% of the time).

@@ -12,21 +12,18 @@ hands those nodes back; the caller computes the rows and walks on from them.
 
 from __future__ import annotations
 
+import importlib.util
 import os
+from typing import Any
 
 import numpy as np
 
 __all__ = ["AVAILABLE", "walk_trie", "warm_up"]
 
-try:  # pragma: no cover - exercised where numba is installed
-    if os.environ.get("GRAMMASK_NO_JIT"):
-        raise ImportError("disabled by GRAMMASK_NO_JIT")
-    import numba
-
-    AVAILABLE = True
-except ImportError:
-    numba = None
-    AVAILABLE = False
+#: Whether numba is installed (and not turned off by GRAMMASK_NO_JIT). numba itself is imported at
+#: the first walk, not with grammask: it loads llvmlite, which breaks the module scan vLLM's CPU
+#: workers run at start, and the vLLM plugin imports grammask in every vLLM process.
+AVAILABLE = not os.environ.get("GRAMMASK_NO_JIT") and importlib.util.find_spec("numba") is not None
 
 
 def _walk_trie(
@@ -98,15 +95,22 @@ def _walk_trie(
     return n_split, n_pending
 
 
-if AVAILABLE:  # pragma: no cover - exercised where numba is installed
-    walk_trie = numba.njit(cache=True, nogil=True)(_walk_trie)
-else:
-    walk_trie = None
+_compiled: Any = None
+
+
+def walk_trie(*args: Any) -> tuple[int, int]:
+    """`_walk_trie` compiled by numba (compiled, or loaded from numba's cache, at the first call)."""
+    global _compiled
+    if _compiled is None:
+        import numba
+
+        _compiled = numba.njit(cache=True, nogil=True)(_walk_trie)
+    return _compiled(*args)
 
 
 def warm_up() -> None:
     """Compile the kernels now (or load them from numba's cache) rather than at a first mask."""
-    if walk_trie is None:
+    if not AVAILABLE:
         return
     one = np.zeros(1, dtype=np.int64)
     tokens = np.zeros(1, dtype=np.int32)

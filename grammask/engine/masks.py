@@ -14,7 +14,7 @@ the bytes first run through the lexer from state `q`; two things can happen:
 Split candidates are checked from the *abstract* Earley set (older origins replaced by a
 placeholder, see `grammask.engine.parser`), so the result is shared by every nesting depth. A
 candidate rejected only because the check reached the placeholder is *unsure*; those few are checked
-again from the concrete set. Results live in the grammar's `EngineCache`: walks per lexer state,
+again from the concrete set. Results live in the grammar's `LRUCache`: walks per lexer state,
 abstract results per (abstract set, lexer state), masks per scan and per config, so a parse that
 returns to a known state pays one array copy.
 """

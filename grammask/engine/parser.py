@@ -12,7 +12,7 @@ Earley sets are immutable and hash-consed: a set is identified by its items, who
 themselves canonical sets, so two parses that can continue in exactly the same ways share one object.
 Configs are hash-consed the same way. That turns the parser into a lazily built deterministic
 automaton: work done for one config (its token mask, its successor on a token) is cached under it
-(in the grammar's bounded `EngineCache`) and reused whenever the parse comes back to it.
+(in the grammar's bounded `LRUCache`) and reused whenever the parse comes back to it.
 
 *Abstract sets* make that work shareable across nesting depths. `abstract(s)` is `s` with every
 origin older than `s` replaced by one opaque placeholder: the sets of `(`, `((`, `(((`, ... in
@@ -29,7 +29,7 @@ from collections.abc import Iterable
 
 from grammask.automata.compile import compile_regex
 from grammask.automata.dfa import ByteDFA
-from grammask.engine.cache import OBJECT_BYTES, EngineCache
+from grammask.lru import OBJECT_BYTES, LRUCache
 from grammask.engine.lexer import Lexer
 from grammask.ir.grammar import Lex
 from grammask.ir.normalise import BNF, terminal_symbol
@@ -104,13 +104,13 @@ class Parser:
     """Everything about a grammar that does not depend on a vocabulary."""
 
     def __init__(
-        self, bnf: BNF, token_ids: list[tuple[int, ...]], limits: Limits, cache: EngineCache | None = None
+        self, bnf: BNF, token_ids: list[tuple[int, ...]], limits: Limits, cache: LRUCache | None = None
     ) -> None:
         """`token_ids[k]` gives the token ids that `Token` terminal k matches (empty for lexemes).
         Derived data goes to `cache` (a fresh one under `limits.max_cache_bytes` if None)."""
         self.bnf = bnf
         self.limits = limits
-        self.cache = cache if cache is not None else EngineCache(limits.max_cache_bytes)
+        self.cache = cache if cache is not None else LRUCache(limits.max_cache_bytes)
         self.lhs = [lhs for lhs, _ in bnf.productions]
         self.rhs = [rhs for _, rhs in bnf.productions]
         self.is_lexeme = [isinstance(t, Lex) for t in bnf.terminals]

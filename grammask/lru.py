@@ -1,11 +1,10 @@
-"""`EngineCache`: the one bounded store of a compiled grammar's derived data.
+"""`LRUCache`: a thread-safe map bounded by the bytes of its values, least recently used out first.
 
-Everything the engine learns while decoding — token masks of parser states, trie walks of lexer
-states, parser transitions, Earley-set completions — is a pure function of its key, so it can be
-dropped at any time and computed again. It all goes here, under one byte budget, with
-least-recently-used eviction and one lock, so a long-running process keeps flat memory and
-`Limits.max_cache_bytes` is the truth. Sizes are estimates for small Python objects and exact for
-numpy arrays (masks and walks, which dominate).
+Every cache of derived data in grammask is one of these: what it holds is a pure function of its
+key, so an entry can be dropped at any time and computed again, and memory stays flat however long
+a process runs. A compiled grammar keeps one for everything the engine learns while decoding
+(`Limits.max_cache_bytes`); `grammask.automata.compile` keeps one for lexeme DFAs. Sizes are exact
+for numpy arrays (masks, walks, DFA tables, which dominate) and estimates for small Python objects.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CacheStats", "EngineCache", "OBJECT_BYTES"]
+__all__ = ["OBJECT_BYTES", "CacheStats", "LRUCache"]
 
 #: Estimated size of a small cached Python value (a parser state reference, a tuple).
 OBJECT_BYTES = 160
@@ -42,7 +41,7 @@ class CacheStats:
 _MISSING = object()
 
 
-class EngineCache:
+class LRUCache:
     """A thread-safe LRU mapping bounded by the estimated bytes of its values."""
 
     __slots__ = ("budget", "_data", "_bytes", "_lock", "_hits", "_misses", "_evictions")

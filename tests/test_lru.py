@@ -1,12 +1,12 @@
-"""`EngineCache`: least recently used out first, within a byte budget."""
+"""`LRUCache`: least recently used out first, within a byte budget."""
 
 import threading
 
-from grammask.engine.cache import OBJECT_BYTES, EngineCache
+from grammask.lru import OBJECT_BYTES, LRUCache
 
 
 def test_lru_within_budget():
-    cache = EngineCache(budget=3 * (100 + OBJECT_BYTES))
+    cache = LRUCache(budget=3 * (100 + OBJECT_BYTES))
     for key in "abc":
         cache.put(key, key.upper(), 100)
     assert cache.get("a") == "A"  # "a" is now the most recently used
@@ -19,14 +19,14 @@ def test_lru_within_budget():
 
 
 def test_an_entry_larger_than_the_budget_replaces_everything():
-    cache = EngineCache(budget=1000)
+    cache = LRUCache(budget=1000)
     cache.put("small", 1, 10)
     cache.put("big", 2, 5000)
     assert cache.get("small") is None and cache.get("big") == 2 and len(cache) == 1
 
 
 def test_threads_keep_the_accounting_exact():
-    cache = EngineCache(budget=50 * (8 + OBJECT_BYTES))
+    cache = LRUCache(budget=50 * (8 + OBJECT_BYTES))
 
     def run(offset: int) -> None:
         for i in range(2000):
