@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from grammask.errors import GrammarError
 from grammask.ir import regex as rx
 from grammask.ir.hashing import cached_hash
-from grammask.limits import DEFAULT_LIMITS, Limits
 
 __all__ = [
     "Alt",
@@ -211,82 +210,6 @@ class Grammar:
         for name, body in self.rules.items():
             for missing in _refs(body) - self.rules.keys():
                 raise GrammarError(f"rule {name!r} refers to undefined rule {missing!r}")
-
-    # The constructors below import their front-end lazily: the IR depends on no front-end.
-
-    @classmethod
-    def from_regex(cls, pattern: str) -> Grammar:
-        """Text matching `pattern` as a whole (Python `re` syntax; `^`/`$` allowed at the ends)."""
-        from grammask.frontends.regex import grammar_from_regex
-
-        return grammar_from_regex(pattern)
-
-    @classmethod
-    def from_ebnf(cls, text: str, start: str = "root") -> Grammar:
-        """A llama.cpp GBNF grammar."""
-        from grammask.frontends.ebnf import grammar_from_ebnf
-
-        return grammar_from_ebnf(text, start=start)
-
-    @classmethod
-    def from_lark(cls, text: str, start: str = "start") -> Grammar:
-        """A grammar in the documented subset of Lark syntax (see docs/grammars.md)."""
-        from grammask.frontends.lark import grammar_from_lark
-
-        return grammar_from_lark(text, start=start)
-
-    @classmethod
-    def choice(cls, options: list[str]) -> Grammar:
-        """Exactly one of `options`."""
-        from grammask.frontends.choice import grammar_from_choice
-
-        return grammar_from_choice(options)
-
-    @classmethod
-    def from_transitions(
-        cls,
-        initial_state: int,
-        transitions: list[tuple[int, int, int]],
-        accepting_states: list[int] | set[int],
-    ) -> Grammar:
-        """An explicit automaton over token ids: `(state, token_id, next_state)` edges."""
-        from grammask.frontends.transitions import grammar_from_transitions
-
-        return grammar_from_transitions(initial_state, transitions, accepting_states)
-
-    @classmethod
-    def from_json_schema(
-        cls, schema: dict | str | bool, *, whitespace: object = "flexible", lenient: bool = False,
-        strict: bool = False, limits: Limits = DEFAULT_LIMITS,
-    ) -> Grammar:
-        """JSON text valid under `schema` (see docs/json_schema.md for keywords and limits).
-
-        With `strict`, a missing `additionalProperties` means false (OpenAI strict mode, XGrammar).
-        """
-        from grammask.frontends.json_schema import grammar_from_json_schema
-
-        return grammar_from_json_schema(schema, whitespace=whitespace, lenient=lenient, strict=strict, limits=limits)
-
-    @classmethod
-    def from_pydantic(cls, model: type, *, whitespace: object = "flexible", lenient: bool = False,
-                      strict: bool = False) -> Grammar:
-        """JSON text valid for a pydantic model class (through its JSON Schema)."""
-        from grammask.frontends.json_schema import grammar_from_pydantic
-
-        return grammar_from_pydantic(model, whitespace=whitespace, lenient=lenient, strict=strict)
-
-    @classmethod
-    def from_structural_tag(cls, spec: dict | str, *, whitespace: object = "flexible", strict: bool = True) -> Grammar:
-        """An XGrammar structural tag (the JSON format vLLM sends for tool calls): free text until
-        a trigger, then the tagged format, then free text again (see docs/integrations.md)."""
-        from grammask.frontends.structural_tag import grammar_from_structural_tag
-
-        return grammar_from_structural_tag(spec, whitespace=whitespace, strict=strict)
-
-    @classmethod
-    def json(cls, *, whitespace: object = "flexible") -> Grammar:
-        """Any JSON value."""
-        return cls.from_json_schema(True, whitespace=whitespace)
 
 
 def _refs(expr: Expr) -> set[str]:

@@ -1,0 +1,36 @@
+"""Nothing imports upward: the IR, the automata and the front-ends import only what lies below them
+(docs/design.md), checked on the source of every module."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import grammask
+
+ROOT = Path(grammask.__file__).parent
+#: Package → the grammask modules and packages it may import (besides its own modules).
+ALLOWED = {
+    "ir": {"errors", "limits"},
+    "frontends": {"errors", "limits", "ir"},
+    "automata": {"errors", "limits", "ir"},
+}
+
+
+def _imports(path: Path) -> set[str]:
+    """The first component after `grammask.` of every grammask import in a module."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
+            [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        found |= {name.split(".")[1] for name in names if name.startswith("grammask.")}
+    return found
+
+
+@pytest.mark.parametrize("package", sorted(ALLOWED))
+def test_nothing_imports_upward(package):
+    for path in sorted((ROOT / package).rglob("*.py")):
+        upward = _imports(path) - ALLOWED[package] - {package}
+        assert not upward, f"{path.relative_to(ROOT)} imports {sorted(upward)}"
