@@ -23,6 +23,7 @@ forms, case-insensitivity, Unicode property escapes).
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from dataclasses import dataclass
 from functools import cache
@@ -54,6 +55,9 @@ _SIMPLE_ESCAPES = {"n": 10, "t": 9, "r": 13, "f": 12, "v": 11}
 #: Groups nested deeper than this raise, in regexes, GBNF and Lark (their parsers recurse per level).
 MAX_GROUP_DEPTH = 100
 _VERBOSE_SKIP = " \t\n\r\v\f#"
+#: Characters that stand for themselves anywhere in a sequence (with the verbose flag, not its skips).
+_PLAIN_RUN = re.compile(r"[^\\()\[\]{}|.^$*+?]+")
+_PLAIN_RUN_VERBOSE = re.compile(r"[^\\()\[\]{}|.^$*+?\s#]+")
 _SUPPORTED_FLAGS = {"python": "aimsuxL", "ecma": "ims"}
 
 
@@ -171,6 +175,15 @@ class _Parser:
             if "x" in self.flags and c in _VERBOSE_SKIP:
                 self.skip_verbose()
                 continue
+            run = (_PLAIN_RUN_VERBOSE if "x" in self.flags else _PLAIN_RUN).match(p, self.i)
+            if run is not None:
+                # A run of plain characters is one literal (a 100,000-word alternation parses in
+                # one pass); its last character stays alone when a quantifier follows it.
+                end = run.end() - (run.end() < len(p) and p[run.end()] in "*+?{")
+                if end > self.i:
+                    items.append(_Piece.of(rx.literal(p[self.i:end])))
+                    self.i, self.at_pattern_start, repeated = end, False, False
+                    continue
             start = self.i
             bounds = self.quantifier()
             if bounds is None:
