@@ -101,6 +101,11 @@ def test_10000_word_alternations(make):
     assert not accepts(grammar, b"w10000x") and not accepts(grammar, b"w1")
 
 
+def test_100000_word_regex():
+    grammar = compiled(lambda: Grammar.from_regex("|".join(f"w{i}" for i in range(100_000))))
+    assert accepts(grammar, b"w99999") and not accepts(grammar, b"w100000") and not accepts(grammar, b"w")
+
+
 def test_10000_number_alternation():
     grammar = compiled(lambda: Grammar.from_regex("|".join(str(7 * i) for i in range(10_000))))
     assert accepts(grammar, b"69993") and not accepts(grammar, b"69994")
