@@ -18,7 +18,7 @@ from grammask.engine.parser import Parser
 from grammask.errors import GrammarError
 from grammask.ir.grammar import Grammar, Token
 from grammask.ir.normalise import BNF, normalise
-from grammask.limits import DEFAULT_LIMITS, Limits
+from grammask.limits import DEFAULT_LIMITS, Limits, deadline
 from grammask.matcher import Matcher
 from grammask.vocab import Vocabulary
 
@@ -34,13 +34,15 @@ class CompiledGrammar:
         self.limits = limits
         #: What a lenient front-end dropped (e.g. an unenforceable JSON Schema keyword).
         self.warnings: list[str] = list(grammar.warnings)
-        bnf = normalise(grammar, limits)
-        self.cache = LRUCache(limits.max_cache_bytes)
-        self.parser = Parser(bnf, _token_ids(bnf, vocab), limits, self.cache)
-        self.masks = MaskComputer(self.parser, vocab)
-        # The first mask is needed right away, and computing it here makes the lexemes it needs
-        # fail (over a limit) at compile time rather than at the first decoding step.
-        self.masks.mask(self.parser.initial)
+        with deadline(limits):
+            bnf = normalise(grammar, limits)
+            self.cache = LRUCache(limits.max_cache_bytes)
+            self.parser = Parser(bnf, _token_ids(bnf, vocab), limits, self.cache)
+            self.masks = MaskComputer(self.parser, vocab)
+            # Every lexeme's DFA now, and the first mask: a lexeme over a limit fails here, and no
+            # decoding step stalls on compiling one.
+            self.parser.compile_lexemes()
+            self.masks.mask(self.parser.initial)
 
     def matcher(self, *, stop_token_ids: Iterable[int] | None = None) -> Matcher:
         """A fresh matcher at the start of the grammar.
@@ -82,6 +84,9 @@ _cache_lock = threading.Lock()
 
 def compile(grammar: Grammar, vocab: Vocabulary, *, limits: Limits | None = None) -> CompiledGrammar:
     """Compile `grammar` for `vocab` (cached: the same grammar and vocabulary give the same object).
+
+    Raises `GrammarError` when a limit is met: a lexeme over `max_regex_size` or `max_dfa_states`,
+    or the whole compile over `compile_timeout_s`.
 
     The cache keeps at most `limits.max_cached_grammars` grammars holding at most
     `limits.max_compile_cache_bytes` together, least recently used out first."""

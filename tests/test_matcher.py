@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 import grammask
+from grammask.grammar import Grammar
 from grammask.ir import regex as rx
-from grammask.ir.grammar import Grammar, lex, literal, opt, ref, seq
+from grammask.ir.grammar import lex, literal, opt, ref, seq
 
 
 def tokens_of(vocab, *pieces: str) -> list[int]:

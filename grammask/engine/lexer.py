@@ -188,7 +188,7 @@ class Lexer:
         dfas = [self._dfa(k) for k in terminals]
         targets = np.stack([dfa.transitions[s] for dfa, (_, s) in zip(dfas, pairs)])  # [m, 256]
         sizes = [dfa.n_states for dfa in dfas]
-        if sum(np.log2(sizes)) < 62:
+        if sum(size.bit_length() for size in sizes) < 63:
             key = np.zeros(256, dtype=np.int64)
             for row, size in zip(targets, sizes):
                 key = key * size + row

@@ -31,7 +31,7 @@ from grammask.engine.tables import TrieIndex, tables_for
 from grammask.vocab import TokenTrie, Vocabulary
 
 #: Pairs (slice state, lexer state) `MaskComputer._lets_through` visits before it gives up.
-_SLICE_PAIRS = 48
+_SLICE_PAIRS = 24
 
 __all__ = ["MaskComputer", "TokenWalk"]
 

@@ -33,7 +33,7 @@ from grammask.lru import OBJECT_BYTES, LRUCache
 from grammask.engine.lexer import Lexer
 from grammask.ir.grammar import Lex
 from grammask.ir.normalise import BNF, terminal_symbol
-from grammask.limits import Limits
+from grammask.limits import Limits, check_deadline
 
 __all__ = ["Config", "EarleySet", "Parser"]
 
@@ -173,7 +173,7 @@ class Parser:
     # -- lexemes --------------------------------------------------------------------------------
 
     def dfa(self, terminal: int) -> ByteDFA:
-        """The DFA of lexeme terminal `terminal`, compiled the first time a set expects it."""
+        """The DFA of lexeme terminal `terminal` (compiled once, by `compile_lexemes` or on demand)."""
         found = self._dfas.get(terminal)
         if found is None:
             term = self.bnf.terminals[terminal]
@@ -181,6 +181,13 @@ class Parser:
             found = compile_regex(term.regex, limits=self.limits)
             self._dfas[terminal] = found
         return found
+
+    def compile_lexemes(self) -> None:
+        """Compile the DFA of every lexeme now (checking the compile deadline between them)."""
+        for k, is_lexeme in enumerate(self.is_lexeme):
+            if is_lexeme:
+                check_deadline("compiling lexemes")
+                self.dfa(k)
 
     # -- Earley sets ------------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from grammask.bench.grammars import compare_masks, report_grammars, run_grammars
 from grammask.bench.samples import GBNF_TEXTS, REGEX_CASES, cases
 from grammask.bench.workers import EngineWorker
 from grammask.engine.recognize import accepts
-from grammask.ir.grammar import Grammar
+from grammask.grammar import Grammar
 from grammask.vocab.vocabulary import Vocabulary
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from grammask.compiler import compile
 from grammask.engine.recognize import accepts
-from grammask.ir.grammar import Grammar
+from grammask.grammar import Grammar
 
 CASES = [
     (Grammar.from_regex(r"(ab|c)+d{2}"), [b"", b"a", b"ab", b"abc", b"cd"]),

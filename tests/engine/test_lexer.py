@@ -9,8 +9,9 @@ import grammask
 from grammask.automata.compile import compile_regex
 from grammask.engine.lexer import Lexer
 from grammask.errors import GrammarError
+from grammask.grammar import Grammar
 from grammask.ir import regex as rx
-from grammask.ir.grammar import Grammar, alt, lex, token
+from grammask.ir.grammar import alt, lex, token
 from grammask.limits import Limits
 
 LEXEMES = [

@@ -15,8 +15,9 @@ import grammask
 from grammask import assets
 from grammask.bitmask import unpack_bitmask
 from grammask.engine import kernels
+from grammask.grammar import Grammar
 from grammask.ir import regex as rx
-from grammask.ir.grammar import Grammar, alt, lex, literal, opt, ref, seq, star, token
+from grammask.ir.grammar import alt, lex, literal, opt, ref, seq, star, token
 
 VOCABS = ["vocab_llama3", "vocab_qwen2", "vocab_llama_spm"]
 

@@ -12,7 +12,7 @@ from grammask.engine.recognize import accepts
 from grammask.generation import chat_prompt, generate
 from grammask.generation.formats import logits_width, tokenizer_vocabulary
 from grammask.generation.loop import check_budget
-from grammask.ir.grammar import Grammar
+from grammask.grammar import Grammar
 from grammask.processors import ForbidCharacters
 
 pytestmark = pytest.mark.model

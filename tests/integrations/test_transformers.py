@@ -9,7 +9,7 @@ import pytest
 from grammask.compiler import compile
 from grammask.generation import chat_prompt, generate
 from grammask.generation.formats import logits_width, tokenizer_vocabulary
-from grammask.ir.grammar import Grammar
+from grammask.grammar import Grammar
 
 SCHEMA = {
     "type": "object",
