@@ -12,13 +12,13 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 
-from grammask.lru import CacheStats, LRUCache
 from grammask.engine.masks import MaskComputer
 from grammask.engine.parser import Parser
 from grammask.errors import GrammarError
 from grammask.ir.grammar import Grammar, Token
 from grammask.ir.normalise import BNF, normalise
 from grammask.limits import DEFAULT_LIMITS, Limits, deadline
+from grammask.lru import CacheStats, LRUCache
 from grammask.matcher import Matcher
 from grammask.vocab import Vocabulary
 

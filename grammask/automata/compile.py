@@ -22,8 +22,8 @@ from grammask.automata.minimise import minimise
 from grammask.automata.nfa import NFABuilder
 from grammask.errors import GrammarError
 from grammask.ir import regex as rx
-from grammask.lru import LRUCache
 from grammask.limits import DEFAULT_LIMITS, Limits, check_deadline, deadline
+from grammask.lru import LRUCache
 
 __all__ = ["compile_regex"]
 

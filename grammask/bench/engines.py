@@ -110,9 +110,13 @@ class _Grammask:
         self._grammask = grammask
         self._vocab = vocab
         self.version = metadata.version("grammask")
-        # Build the vocabulary's derived structures now, as the peers do when given a tokenizer,
-        # so that the first grammar's TTFM does not pay for them.
-        vocab.trie, vocab.fingerprint
+        # Build the vocabulary's derived structures now (trie, the engine's per-vocabulary tables
+        # and kernels), as the peers do when given a tokenizer, so that the first grammar's TTFM
+        # does not pay for them.
+        from grammask.engine.tables import tables_for
+
+        vocab.fingerprint
+        tables_for(vocab)
 
     def compile(self, fmt: str, source: Any) -> Compiled:
         _check_format(fmt)

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["AVAILABLE", "walk_trie", "warm_up"]
+__all__ = ["AVAILABLE", "step_suffixes", "walk_trie", "warm_up"]
 
 #: Whether numba is installed (and not turned off by GRAMMASK_NO_JIT). numba itself is imported at
 #: the first walk, not with grammask: it loads llvmlite, which breaks the module scan vLLM's CPU
@@ -95,17 +95,75 @@ def _walk_trie(
     return n_split, n_pending
 
 
-_compiled: Any = None
+def _step_suffixes(
+    tokens: np.ndarray,
+    offsets: np.ndarray,
+    start: int,
+    table: np.ndarray,
+    expanded: np.ndarray,
+    accepting: np.ndarray,
+    flat_bytes: np.ndarray,
+    token_start: np.ndarray,
+    token_len: np.ndarray,
+    ok: np.ndarray,
+    died: np.ndarray,
+    split_index: np.ndarray,
+    split_position: np.ndarray,
+    split_state: np.ndarray,
+) -> tuple[int, int]:
+    """Step each token's bytes from its offset through the lexer, from lexer state `start`.
+
+    Sets `ok[i]` when the lexer stays alive to the token's end, `died[i]` when it dies on the way,
+    and lists every position before the end where a lexeme is complete (the token's index, the
+    position after the lexeme, the lexer state there). Returns (number listed, -1), or (0, state)
+    when the row of lexer state `state` is needed and not computed yet."""
+    n_split = 0
+    for i in range(len(tokens)):
+        token = tokens[i]
+        base = token_start[token]
+        end = token_len[token]
+        position = offsets[i]
+        state = start
+        while True:
+            if not expanded[state]:
+                return 0, state
+            state = table[state, flat_bytes[base + position]]
+            position += 1
+            if state == 0:
+                died[i] = True
+                break
+            if position == end:
+                ok[i] = True
+                break
+            if accepting[state]:
+                split_index[n_split] = i
+                split_position[n_split] = position
+                split_state[n_split] = state
+                n_split += 1
+    return n_split, -1
+
+
+_jitted: dict[str, Any] = {}
+
+
+def _jit(name: str, function: Any) -> Any:
+    """`function` compiled by numba (compiled, or loaded from numba's cache, at its first call)."""
+    found = _jitted.get(name)
+    if found is None:
+        import numba
+
+        found = _jitted[name] = numba.njit(cache=True, nogil=True)(function)
+    return found
 
 
 def walk_trie(*args: Any) -> tuple[int, int]:
-    """`_walk_trie` compiled by numba (compiled, or loaded from numba's cache, at the first call)."""
-    global _compiled
-    if _compiled is None:
-        import numba
+    """`_walk_trie`, compiled."""
+    return _jit("walk_trie", _walk_trie)(*args)  # type: ignore[no-any-return]
 
-        _compiled = numba.njit(cache=True, nogil=True)(_walk_trie)
-    return _compiled(*args)
+
+def step_suffixes(*args: Any) -> tuple[int, int]:
+    """`_step_suffixes`, compiled."""
+    return _jit("step_suffixes", _step_suffixes)(*args)  # type: ignore[no-any-return]
 
 
 def warm_up() -> None:
@@ -120,4 +178,15 @@ def warm_up() -> None:
         np.zeros(2, dtype=bool), one, one, np.zeros(1, dtype=np.int32), one, one, np.zeros(1, dtype=bool),
         tokens, np.zeros(1, dtype=np.uint32), one.copy(), np.zeros(1, dtype=np.int32), 0,
         one.copy(), np.zeros(1, dtype=np.int32),
+    )  # fmt: skip
+    data = np.zeros(1, dtype=np.uint8)
+    data.flags.writeable = False
+    lengths = np.ones(1, dtype=np.int32)
+    lengths.flags.writeable = False
+    starts = np.zeros(1, dtype=np.int64)
+    starts.flags.writeable = False
+    step_suffixes(
+        one, one.copy(), 1, np.zeros((2, 256), dtype=np.int32), np.ones(2, dtype=bool), np.zeros(2, dtype=bool),
+        data, starts, lengths, np.zeros(1, dtype=bool), np.zeros(1, dtype=bool), one.copy(), one.copy(),
+        np.zeros(1, dtype=np.int32),
     )  # fmt: skip

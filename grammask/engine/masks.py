@@ -412,7 +412,44 @@ class MaskComputer:
         self, earley_set: EarleySet, tokens: np.ndarray, offsets: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         """Whether each token's bytes from its offset (non-empty) can start at the fresh lexeme
-        boundary `earley_set`, and whether a rejection is unsure."""
+        boundary `earley_set`, and whether a rejection is unsure (compiled when numba is
+        installed, with numpy otherwise)."""
+        if kernels.AVAILABLE:
+            return self._suffix_valid_compiled(earley_set, tokens, offsets)
+        return self._suffix_valid_numpy(earley_set, tokens, offsets)
+
+    def _suffix_valid_compiled(
+        self, earley_set: EarleySet, tokens: np.ndarray, offsets: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        trie, lexer = self.trie, self.lexer
+        capacity = int((trie.token_len[tokens] - offsets).sum())
+        split_index = np.empty(capacity, dtype=np.int64)
+        split_position = np.empty(capacity, dtype=np.int64)
+        split_state = np.empty(capacity, dtype=np.int32)
+        while True:
+            ok = np.zeros(len(tokens), dtype=bool)
+            died = np.zeros(len(tokens), dtype=bool)
+            count, missing = kernels.step_suffixes(
+                tokens, offsets, earley_set.lex_start, lexer.table, lexer.expanded, lexer.accepting,
+                trie.flat_bytes, trie.token_start, trie.token_len, ok, died,
+                split_index, split_position, split_state,
+            )  # fmt: skip
+            if missing < 0:
+                break
+            lexer.ensure(np.array([missing]))  # a row the steps need: compute it, step again
+        unsure = died if earley_set.tainted else np.zeros(len(tokens), dtype=bool)
+        if count:
+            index = split_index[:count]
+            sub_ok, sub_unsure = self._after_lexeme(
+                earley_set, tokens[index], split_position[:count], split_state[:count]
+            )
+            ok[index[sub_ok]] = True
+            unsure[index[sub_unsure]] = True
+        return ok, unsure
+
+    def _suffix_valid_numpy(
+        self, earley_set: EarleySet, tokens: np.ndarray, offsets: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         ok = np.zeros(len(tokens), dtype=bool)
         unsure = np.zeros(len(tokens), dtype=bool)
         if not len(tokens):

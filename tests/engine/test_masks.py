@@ -14,6 +14,7 @@ import pytest
 import grammask
 from grammask import assets
 from grammask.bitmask import unpack_bitmask
+from grammask.compiler import CompiledGrammar
 from grammask.engine import kernels
 from grammask.grammar import Grammar
 from grammask.ir import regex as rx
@@ -204,3 +205,23 @@ def test_compiled_walk_equals_numpy_walk(vocab_llama3, grammar_name):
                 assert sorted(zip(a.split_nodes.tolist(), a.split_states.tolist())) == sorted(
                     zip(b.split_nodes.tolist(), b.split_states.tolist())
                 )
+
+
+@pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
+@pytest.mark.parametrize("grammar_name", ["json", "gbnf_c"])
+def test_masks_without_numba_equal_masks_with_it(vocab_llama3, monkeypatch, grammar_name):
+    """The numpy fallback (no `grammask[fast]`) computes the same masks as the compiled kernels."""
+    grammar = grammars()[grammar_name]
+    compiled, fallback = CompiledGrammar(grammar, vocab_llama3), CompiledGrammar(grammar, vocab_llama3)
+    rng = random.Random(11)
+    matcher, twin = compiled.matcher(), fallback.matcher()
+    for _ in range(12):
+        monkeypatch.setattr(kernels, "AVAILABLE", True)
+        want = matcher._mask()
+        monkeypatch.setattr(kernels, "AVAILABLE", False)
+        assert np.array_equal(twin._mask(), want)
+        choices = [t for t in matcher.allowed_token_ids().tolist() if t not in vocab_llama3.eos_ids]
+        if not choices:
+            break
+        token = rng.choice(choices)
+        assert matcher.advance(token) and twin.advance(token)
