@@ -15,7 +15,7 @@ ROOT = Path(grammask.__file__).parent
 ALLOWED = {
     "ir": {"errors", "limits"},
     "frontends": {"errors", "limits", "ir"},
-    "automata": {"errors", "limits", "ir"},
+    "automata": {"errors", "limits", "lru", "ir"},
 }
 
 

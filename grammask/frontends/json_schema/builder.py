@@ -599,6 +599,8 @@ class Builder:
             elif "items" not in s:
                 s["items"] = unevaluated  # see the note above `_contains`
         lo, hi = s.get("minItems", 0), s.get("maxItems")
+        if hi is not None and hi < max(lo, 1):
+            return g.lex(self.ws.empty("[]")) if hi == 0 == lo else g.FAIL
         if s.get("uniqueItems") and (hi is None or hi > 1):
             unique = self._unique_array(s, ptr, depth)
             if unique is not None:

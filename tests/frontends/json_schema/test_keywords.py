@@ -53,6 +53,8 @@ CASES = [
     ({"type": "object", "minProperties": 1, "maxProperties": 2},
      [{}, {"a": 1}, {"a": 1, "b": 2}, {"a": 1, "b": 2, "c": 3}]),
     ({"type": "object", "propertyNames": {"pattern": "^[a-z]+$"}}, [{"ab": 1}, {"Ab": 1}, {}]),
+    ({"type": "array", "maxItems": 0}, [[], [None], [1, 2]]),
+    ({"minItems": 1, "maxItems": 0}, [[], [1], 3]),
     ({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3},
      [[], [1], [1, 2, 3], [1, 2, 3, 4], ["a"]]),
     ({"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}], "items": False},
