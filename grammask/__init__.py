@@ -1,10 +1,10 @@
 """grammask: make a language model's output follow a format by construction.
 
-    vocab = Vocabulary.from_gguf(path)                 # token id -> bytes, special and EOS tokens
-    compiled = compile(Grammar.from_regex(r"\\d+"), vocab)
-    matcher = compiled.matcher()
-    bitmask = allocate_bitmask(1, vocab.size)
-    matcher.fill_bitmask(bitmask)                      # then mask the logits, sample, matcher.advance(token)
+vocab = Vocabulary.from_gguf(path)                 # token id -> bytes, special and EOS tokens
+compiled = compile(Grammar.from_regex(r"\\d+"), vocab)
+matcher = compiled.matcher()
+bitmask = allocate_bitmask(1, vocab.size)
+matcher.fill_bitmask(bitmask)                      # then mask the logits, sample, matcher.advance(token)
 """
 
 from grammask.bitmask import allocate_bitmask, unpack_bitmask

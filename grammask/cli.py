@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from grammask.errors import GenerationError, GrammaskError
-from grammask.ir.grammar import Grammar
+from grammask.grammar import Grammar
 
 __all__ = ["main"]
 

@@ -215,7 +215,10 @@ class Matcher:
 
     def _forced_end_is_final(self) -> bool:
         """Whether nothing but the end of sequence can follow the forced text."""
-        after = self._parser.step_bytes(self._config, self.forced_bytes())
+        config = self._config
+        if config is _FINISHED:
+            return True
+        after = self._parser.step_bytes(config, self.forced_bytes())
         return after is not None and not after.scans
 
 
@@ -249,4 +252,4 @@ class BatchMatcher:
 
     def advance(self, token_ids) -> list[bool]:
         """Advance every row with a matcher by its token; rows without one report True."""
-        return [m is None or m.advance(int(t)) for m, t in zip(self.matchers, token_ids)]
+        return [m is None or m.advance(int(t)) for m, t in zip(self.matchers, token_ids, strict=False)]

@@ -8,7 +8,7 @@ import pytest
 import grammask
 from grammask.grammar import Grammar
 from grammask.ir import regex as rx
-from grammask.ir.grammar import lex, literal, opt, ref, seq
+from grammask.ir.grammar import lex, literal, ref, seq
 
 
 def tokens_of(vocab, *pieces: str) -> list[int]:
@@ -18,7 +18,9 @@ def tokens_of(vocab, *pieces: str) -> list[int]:
 @pytest.fixture
 def date_compiled(vocab_llama3):
     digit = rx.char_class([(48, 57)])
-    date = rx.concat(rx.repeat(digit, 4, 4), rx.literal("-"), rx.repeat(digit, 2, 2), rx.literal("-"), rx.repeat(digit, 2, 2))
+    date = rx.concat(
+        rx.repeat(digit, 4, 4), rx.literal("-"), rx.repeat(digit, 2, 2), rx.literal("-"), rx.repeat(digit, 2, 2)
+    )
     return grammask.compile(Grammar({"root": lex(date)}), vocab_llama3)
 
 
@@ -71,13 +73,26 @@ def test_rollback_32_tokens(vocab_llama3):
 
 
 def test_forced_text(vocab_llama3):
-    g = Grammar({"root": seq(literal('{"name": "'), lex(rx.plus(rx.char_class([(97, 122)]))), literal('", "age": '), ref("n"), literal("}")),
-                 "n": lex(rx.plus(rx.char_class([(48, 57)])))})
+    g = Grammar(
+        {
+            "root": seq(
+                literal('{"name": "'),
+                lex(rx.plus(rx.char_class([(97, 122)]))),
+                literal('", "age": '),
+                ref("n"),
+                literal("}"),
+            ),
+            "n": lex(rx.plus(rx.char_class([(48, 57)]))),
+        }
+    )
     m = grammask.compile(g, vocab_llama3).matcher()
     assert m.forced_bytes() == b'{"name": "'
     assert m.forced_text() == '{"name": "'
     forced = m.forced_tokens()
-    assert b"".join(vocab_llama3.token_bytes[t] for t in forced) == b'{"name": '[: len(b"".join(vocab_llama3.token_bytes[t] for t in forced))]
+    assert (
+        b"".join(vocab_llama3.token_bytes[t] for t in forced)
+        == b'{"name": '[: len(b"".join(vocab_llama3.token_bytes[t] for t in forced))]
+    )
     assert m.advance_bytes(b'{"name": "bob')
     assert m.forced_bytes() == b""
     assert m.advance_bytes(b'"')
@@ -198,7 +213,7 @@ def test_json_matchers_in_eight_threads(vocab_llama3):
         ),
         vocab_llama3,
     )
-    text = ['{"', 'a', '":', ' [', '1', ',', ' ', '2', ',', '3', ']}']
+    text = ['{"', "a", '":', " [", "1", ",", " ", "2", ",", "3", "]}"]
     ids = tokens_of(vocab_llama3, *text)
     reference = []
     m = compiled.matcher()

@@ -30,9 +30,7 @@ _DEFAULT_MASKBENCH = Path(__file__).resolve().parents[2].parent / "shared" / "ma
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m grammask.bench", description=__doc__.splitlines()[0])
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--engines", default=",".join(ENGINES), help=f"comma-separated subset of {','.join(ENGINES)}"
-    )
+    common.add_argument("--engines", default=",".join(ENGINES), help=f"comma-separated subset of {','.join(ENGINES)}")
     common.add_argument(
         "--timeout", type=float, default=60.0, metavar="S", help="seconds per engine and grammar (default 60)"
     )
@@ -40,9 +38,7 @@ def _parser() -> argparse.ArgumentParser:
     g = sub.add_parser("grammars", parents=[common], help="regexes and llama.cpp GBNF grammars")
     g.add_argument("--only", nargs="*", default=[], metavar="NAME", help="run only these formats (by name)")
     j = sub.add_parser("jsonschema", parents=[common], help="MaskBench JSON Schema files")
-    j.add_argument(
-        "folder", nargs="?", type=Path, default=_DEFAULT_MASKBENCH, help="folder of MaskBench files"
-    )
+    j.add_argument("folder", nargs="?", type=Path, default=_DEFAULT_MASKBENCH, help="folder of MaskBench files")
     j.add_argument("--limit", type=int, metavar="N", help="at most N files (after --filter)")
     j.add_argument("--filter", default="", metavar="PREFIX", help="only files named PREFIX*")
     j.add_argument("--stride", type=int, default=1, metavar="K", help="every K-th file (a sample per category)")
@@ -99,8 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from grammask.bench.grammars import report_grammars, run_grammars
 
             token_bytes = grammask.Vocabulary.from_gguf(gguf).token_bytes
-            results = run_grammars(workers, tokenizer.encode, timeout=args.timeout, only=args.only)
-            body = report_grammars(results, engines, token_bytes)
+            cases = run_grammars(workers, tokenizer.encode, timeout=args.timeout, only=args.only)
+            body = report_grammars(cases, engines, token_bytes)
         else:
             from grammask.bench.maskbench import list_files, report_maskbench, run_maskbench
 

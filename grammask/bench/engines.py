@@ -12,9 +12,9 @@ so the benchmark can tell "the engine refused this grammar" from "the engine bro
 from __future__ import annotations
 
 import importlib.util
-from importlib import metadata
 import re
 from collections.abc import Callable
+from importlib import metadata
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -78,9 +78,7 @@ def engine_available(name: str) -> bool:
     return name == "grammask" or importlib.util.find_spec(name) is not None
 
 
-def load_engine(
-    name: str, vocab: Vocabulary, encode: Callable[[bytes], list[int]] | None = None
-) -> Engine:
+def load_engine(name: str, vocab: Vocabulary, encode: Callable[[bytes], list[int]] | None = None) -> Engine:
     """The adapter `name` over `vocab` (a `grammask.Vocabulary`). llguidance also needs `encode`,
     raw bytes -> token ids, for its forced text (it plays no part in masks)."""
     if name not in ENGINES:
@@ -92,6 +90,7 @@ def load_engine(
     if name == "grammask":
         return _Grammask(vocab)
     if name == "llguidance":
+        assert encode is not None
         return _LLGuidance(vocab, encode)
     return _XGrammar(vocab)
 
@@ -115,7 +114,7 @@ class _Grammask:
         # does not pay for them.
         from grammask.engine.tables import tables_for
 
-        vocab.fingerprint
+        _ = vocab.fingerprint
         tables_for(vocab)
 
     def compile(self, fmt: str, source: Any) -> Compiled:
@@ -242,9 +241,7 @@ class _XGrammar:
         eos = sorted(int(t) for t in vocab.eos_ids)
         # XGrammar treats an empty token as special: it never matches grammar text.
         encoded = [b"" if i in special else bytes(t) for i, t in enumerate(vocab.token_bytes)]
-        info = xgrammar.TokenizerInfo(
-            encoded, xgrammar.VocabType.RAW, vocab_size=vocab.size, stop_token_ids=eos
-        )
+        info = xgrammar.TokenizerInfo(encoded, xgrammar.VocabType.RAW, vocab_size=vocab.size, stop_token_ids=eos)
         self._compiler = xgrammar.GrammarCompiler(info, max_threads=1, cache_enabled=False)
 
     def compile(self, fmt: str, source: Any) -> Compiled:

@@ -22,10 +22,11 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from grammask import assets
 from grammask.engine.recognize import accepts
-from grammask.ir.grammar import Grammar
+from grammask.grammar import Grammar
 
 __all__ = ["BenchFormat", "formats", "main", "run"]
 
@@ -39,62 +40,184 @@ class BenchFormat:
 
 
 def _schema(name: str, schema: dict, request: str) -> BenchFormat:
-    return BenchFormat(name, f"{request} Answer in JSON following this schema: {json.dumps(schema)}",
-                       Grammar.from_json_schema(schema, whitespace=2), schema)
+    return BenchFormat(
+        name,
+        f"{request} Answer in JSON following this schema: {json.dumps(schema)}",
+        Grammar.from_json_schema(schema, whitespace=2),
+        schema,
+    )
 
 
-_PERSON = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
-           "required": ["name", "age"], "additionalProperties": False}
+_PERSON = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+    "required": ["name", "age"],
+    "additionalProperties": False,
+}
 
 
 def formats() -> list[BenchFormat]:
     """The benchmark's formats (built on call: compiling them is part of no import)."""
     return [
         _schema("person", _PERSON, "My name is Alice and I am 30 years old."),
-        _schema("city", {"type": "object", "properties": {"city": {"type": "string"}, "country": {"type": "string"},
-                         "population": {"type": "integer"}}, "required": ["city", "country", "population"],
-                         "additionalProperties": False}, "Describe Paris."),
-        _schema("book", {"type": "object", "properties": {"title": {"type": "string"}, "author": {"type": "string"},
-                         "year": {"type": "integer"}}, "required": ["title", "author", "year"],
-                         "additionalProperties": False}, "Describe the book 1984."),
-        _schema("point", {"type": "object", "properties": {"x": {"type": "number"}, "y": {"type": "number"}},
-                          "required": ["x", "y"], "additionalProperties": False}, "Give a point in the plane."),
-        _schema("flags", {"type": "object", "properties": {"admin": {"type": "boolean"}, "active": {"type": "boolean"}},
-                          "required": ["admin", "active"], "additionalProperties": False}, "Describe a normal user."),
-        _schema("colors", {"type": "array", "items": {"enum": ["red", "green", "blue"]}, "minItems": 2, "maxItems": 3},
-                "List two primary colors."),
-        _schema("numbers", {"type": "array", "items": {"type": "integer"}, "minItems": 3, "maxItems": 5},
-                "List the first prime numbers."),
-        _schema("event", {"type": "object", "properties": {"name": {"type": "string"}, "date": {"type": "string",
-                          "format": "date"}}, "required": ["name", "date"], "additionalProperties": False},
-                "When was the Apollo 11 landing?"),
-        _schema("status", {"type": "object", "properties": {"status": {"enum": ["ok", "error"]},
-                           "code": {"type": "integer"}}, "required": ["status", "code"], "additionalProperties": False},
-                "Report a successful HTTP request."),
-        _schema("nested", {"type": "object", "properties": {"user": {"type": "object", "properties": {
-            "id": {"type": "integer"}, "email": {"type": "string"}}, "required": ["id", "email"],
-            "additionalProperties": False}}, "required": ["user"], "additionalProperties": False},
-                "Make up a user."),
-        _schema("tags", {"type": "object", "properties": {"title": {"type": "string"}, "tags": {"type": "array",
-                         "items": {"type": "string"}, "maxItems": 3}}, "required": ["title", "tags"],
-                         "additionalProperties": False}, "Tag a blog post about cooking pasta."),
-        _schema("optional", {"type": "object", "properties": {"name": {"type": "string"},
-                             "nickname": {"anyOf": [{"type": "string"}, {"type": "null"}]}},
-                             "required": ["name", "nickname"], "additionalProperties": False}, "Describe Robert."),
-        _schema("product", {"type": "object", "properties": {"sku": {"type": "string", "pattern": "^[A-Z]{3}-[0-9]{3}$"},
-                            "price": {"type": "number", "minimum": 0}}, "required": ["sku", "price"],
-                            "additionalProperties": False}, "Invent a product."),
-        _schema("weather", {"type": "object", "properties": {"temperature": {"type": "number"}, "unit": {"enum": [
-            "celsius", "fahrenheit"]}, "raining": {"type": "boolean"}}, "required": ["temperature", "unit", "raining"],
-            "additionalProperties": False}, "Describe a rainy day in London."),
-        _schema("pair", {"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}], "items": False,
-                         "minItems": 2}, "Give a word and its length."),
+        _schema(
+            "city",
+            {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string"},
+                    "country": {"type": "string"},
+                    "population": {"type": "integer"},
+                },
+                "required": ["city", "country", "population"],
+                "additionalProperties": False,
+            },
+            "Describe Paris.",
+        ),
+        _schema(
+            "book",
+            {
+                "type": "object",
+                "properties": {"title": {"type": "string"}, "author": {"type": "string"}, "year": {"type": "integer"}},
+                "required": ["title", "author", "year"],
+                "additionalProperties": False,
+            },
+            "Describe the book 1984.",
+        ),
+        _schema(
+            "point",
+            {
+                "type": "object",
+                "properties": {"x": {"type": "number"}, "y": {"type": "number"}},
+                "required": ["x", "y"],
+                "additionalProperties": False,
+            },
+            "Give a point in the plane.",
+        ),
+        _schema(
+            "flags",
+            {
+                "type": "object",
+                "properties": {"admin": {"type": "boolean"}, "active": {"type": "boolean"}},
+                "required": ["admin", "active"],
+                "additionalProperties": False,
+            },
+            "Describe a normal user.",
+        ),
+        _schema(
+            "colors",
+            {"type": "array", "items": {"enum": ["red", "green", "blue"]}, "minItems": 2, "maxItems": 3},
+            "List two primary colors.",
+        ),
+        _schema(
+            "numbers",
+            {"type": "array", "items": {"type": "integer"}, "minItems": 3, "maxItems": 5},
+            "List the first prime numbers.",
+        ),
+        _schema(
+            "event",
+            {
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "date": {"type": "string", "format": "date"}},
+                "required": ["name", "date"],
+                "additionalProperties": False,
+            },
+            "When was the Apollo 11 landing?",
+        ),
+        _schema(
+            "status",
+            {
+                "type": "object",
+                "properties": {"status": {"enum": ["ok", "error"]}, "code": {"type": "integer"}},
+                "required": ["status", "code"],
+                "additionalProperties": False,
+            },
+            "Report a successful HTTP request.",
+        ),
+        _schema(
+            "nested",
+            {
+                "type": "object",
+                "properties": {
+                    "user": {
+                        "type": "object",
+                        "properties": {"id": {"type": "integer"}, "email": {"type": "string"}},
+                        "required": ["id", "email"],
+                        "additionalProperties": False,
+                    }
+                },
+                "required": ["user"],
+                "additionalProperties": False,
+            },
+            "Make up a user.",
+        ),
+        _schema(
+            "tags",
+            {
+                "type": "object",
+                "properties": {
+                    "title": {"type": "string"},
+                    "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
+                },
+                "required": ["title", "tags"],
+                "additionalProperties": False,
+            },
+            "Tag a blog post about cooking pasta.",
+        ),
+        _schema(
+            "optional",
+            {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string"},
+                    "nickname": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+                },
+                "required": ["name", "nickname"],
+                "additionalProperties": False,
+            },
+            "Describe Robert.",
+        ),
+        _schema(
+            "product",
+            {
+                "type": "object",
+                "properties": {
+                    "sku": {"type": "string", "pattern": "^[A-Z]{3}-[0-9]{3}$"},
+                    "price": {"type": "number", "minimum": 0},
+                },
+                "required": ["sku", "price"],
+                "additionalProperties": False,
+            },
+            "Invent a product.",
+        ),
+        _schema(
+            "weather",
+            {
+                "type": "object",
+                "properties": {
+                    "temperature": {"type": "number"},
+                    "unit": {"enum": ["celsius", "fahrenheit"]},
+                    "raining": {"type": "boolean"},
+                },
+                "required": ["temperature", "unit", "raining"],
+                "additionalProperties": False,
+            },
+            "Describe a rainy day in London.",
+        ),
+        _schema(
+            "pair",
+            {"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}], "items": False, "minItems": 2},
+            "Give a word and its length.",
+        ),
         BenchFormat("yes-no", "Is the sky blue? Answer yes or no.", Grammar.from_regex("(yes|no)")),
         BenchFormat("phone", "Invent a US phone number.", Grammar.from_regex(r"\(\d{3}\) \d{3}-\d{4}")),
         BenchFormat("date", "When did World War II end?", Grammar.from_regex(r"\d{4}-\d{2}-\d{2}")),
         BenchFormat("choice", "What is the capital of France?", Grammar.choice(["Paris", "London", "Berlin"])),
-        BenchFormat("tool-call", "Get the info of user 7890, with special value 'black'.", Grammar.from_ebnf(
-            'root ::= "[get_user_info(user_id=" [0-9]+ ", special=\'" [a-z]+ "\')]"')),
+        BenchFormat(
+            "tool-call",
+            "Get the info of user 7890, with special value 'black'.",
+            Grammar.from_ebnf('root ::= "[get_user_info(user_id=" [0-9]+ ", special=\'" [a-z]+ "\')]"'),
+        ),
         _gbnf("arithmetic.gbnf", "Write an arithmetic expression."),
         _gbnf("list.gbnf", "List three fruits."),
     ]
@@ -108,7 +231,7 @@ def _gbnf(name: str, request: str) -> BenchFormat:
 def _valid(fmt: BenchFormat, text: str) -> bool:
     if fmt.schema is None:
         return accepts(fmt.grammar, text.encode())
-    import jsonschema
+    import jsonschema  # type: ignore[import-untyped]
 
     try:
         jsonschema.validate(json.loads(text), fmt.schema, format_checker=jsonschema.FormatChecker())
@@ -130,7 +253,7 @@ def run(formats: Sequence[BenchFormat], *, max_tokens: int = 48, model_path: str
     for fmt in formats:
         compiled = compile(fmt.grammar, vocab)
         prompt = chat_prompt(tok, fmt.request)
-        row = {"name": fmt.name}
+        row: dict[str, Any] = {"name": fmt.name}
         start = time.perf_counter()  # the first run computes the masks of new parser states
         generate(model, tok, prompt, compiled, max_tokens=max_tokens)
         row["cold_seconds"] = time.perf_counter() - start
@@ -141,15 +264,21 @@ def run(formats: Sequence[BenchFormat], *, max_tokens: int = 48, model_path: str
         for label, grammar, jump in runs:
             start = time.perf_counter()
             result = generate(model, tok, prompt, grammar, max_tokens=budget, jump_forward=jump)
-            row[label] = {"seconds": time.perf_counter() - start, "tokens": len(result.token_ids),
-                          "passes": result.forward_passes, "saved": result.passes_saved}
+            row[label] = {
+                "seconds": time.perf_counter() - start,
+                "tokens": len(result.token_ids),
+                "passes": result.forward_passes,
+                "saved": result.passes_saved,
+            }
             if grammar is not None:
                 row[label]["valid"] = _valid(fmt, result.text)
             budget = max_tokens if label == "free" else len(result.token_ids)
         row["text"] = result.text
         rows.append(row)
-    totals = {label: {k: sum(r[label][k] for r in rows) for k in ("seconds", "tokens", "passes", "saved")}
-              for label in ("free", "masked", "jump")}
+    totals = {
+        label: {k: sum(r[label][k] for r in rows) for k in ("seconds", "tokens", "passes", "saved")}
+        for label in ("free", "masked", "jump")
+    }
     return {"rows": rows, "totals": totals}
 
 

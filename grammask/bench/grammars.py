@@ -193,9 +193,7 @@ def _crosscheck_table(
     return "### Mask cross-check (steps where two engines' bitmasks differ)\n\n" + format_table(header, rows)
 
 
-def report_grammars(
-    results: Sequence[CaseResult], engines: Sequence[str], token_bytes: Sequence[bytes]
-) -> str:
+def report_grammars(results: Sequence[CaseResult], engines: Sequence[str], token_bytes: Sequence[bytes]) -> str:
     """Per-engine tables, grammask/peer ratios, and the mask cross-check, as Markdown."""
     by_key = {(r.case, r.engine): r for r in results}
     names = list(dict.fromkeys(r.case for r in results))

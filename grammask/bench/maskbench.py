@@ -164,8 +164,7 @@ def _distribution_table(title: str, stats: dict[str, dict[str, float | None]], k
     peers = [e for e in engines if e != "grammask"] if "grammask" in stats else []
     header = ["", *engines, *(f"grammask / {p}" for p in peers)]
     rows: list[list[object]] = [
-        [k, *(stats[e][k] for e in engines), *(ratio(stats["grammask"][k], stats[p][k]) for p in peers)]
-        for k in keys
+        [k, *(stats[e][k] for e in engines), *(ratio(stats["grammask"][k], stats[p][k]) for p in peers)] for k in keys
     ]
     return f"### {title}\n\n" + format_table(header, rows)
 

@@ -105,13 +105,11 @@ GBNF_TEXTS: dict[str, str] = {
         "Email me at jdoe@example.com; see https://example.com/faq#top for more."
     ),
     "japanese": (
-        "吾輩は猫である。名前はまだ無い。\nどこで生れたかとんと見当がつかぬ。\n"
-        "今日はコンピュータで東京の天気を調べた。"
+        "吾輩は猫である。名前はまだ無い。\nどこで生れたかとんと見当がつかぬ。\n今日はコンピュータで東京の天気を調べた。"
     ),
     "json": _JSON_TEXT,
     "json_arr": (
-        '[\n{"id": 1, "name": "alpha", "scores": [9.5, 7, 10]},\n{"id": 2, "tags": []},\n'
-        '"plain text",\n42,\nfalse\n]'
+        '[\n{"id": 1, "name": "alpha", "scores": [9.5, 7, 10]},\n{"id": 2, "tags": []},\n"plain text",\n42,\nfalse\n]'
     ),
     "list": "- buy milk and eggs\n- call Alice about the trip to Zürich\n- fix bug #42 in the parser\n",
 }

@@ -55,14 +55,12 @@ def format_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str
     """A Markdown table (also readable as plain text); numbers right-aligned, None as "-"."""
     cells = [[_cell(v) for v in row] for row in rows]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(header)]
-    numeric = [
-        all(isinstance(row[i], (int, float)) or row[i] is None for row in rows) for i in range(len(header))
-    ]
+    numeric = [all(isinstance(row[i], (int, float)) or row[i] is None for row in rows) for i in range(len(header))]
 
     def line(values: Sequence[str]) -> str:
-        parts = [v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric)]
+        parts = [v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric, strict=True)]
         return "| " + " | ".join(parts) + " |"
 
-    rule = "|".join(("-" * (w + 1) + ":") if num else ("-" * (w + 2)) for w, num in zip(widths, numeric))
+    rule = "|".join(("-" * (w + 1) + ":") if num else ("-" * (w + 2)) for w, num in zip(widths, numeric, strict=True))
     rule = f"|{rule}|"
     return "\n".join([line(header), rule, *(line(r) for r in cells)])

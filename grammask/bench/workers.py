@@ -118,9 +118,7 @@ class EngineWorker:
 
     def _spawn(self) -> str | None:
         parent, child = self._ctx.Pipe()
-        self._process = self._ctx.Process(
-            target=_child, args=(child, self.engine_name, self._gguf_path), daemon=True
-        )
+        self._process = self._ctx.Process(target=_child, args=(child, self.engine_name, self._gguf_path), daemon=True)
         self._process.start()
         child.close()
         self._conn = parent

@@ -1,7 +1,8 @@
 """The shortest text that completes a sentence from a parser state (for "safe end": a token
 budget never cuts output short).
 
-`shortest_completion(parser, config)` is a breadth-first search over bytes from a parser state. It is exact (the fewest bytes that make the text a complete sentence) and cheap because:
+`shortest_completion(parser, config)` is a breadth-first search over bytes from a parser state. It
+is exact (the fewest bytes that make the text a complete sentence) and cheap because:
 
 - parser states are hash-consed, so a state reached twice is expanded once;
 - bytes are grouped by what they do: two bytes that move every live lexer to the same states lead
@@ -28,12 +29,12 @@ def shortest_completion(parser: Parser, start: Config, *, max_states: int = 20_0
     if start.accepting:
         return b""
     key = ("completion", start)
-    cached = parser.cache.get(key, False)
+    cached: bytes | None | bool = parser.cache.get(key, False)
     if cached is not False:
-        return cached
-    parents = {start: None}
+        return cached  # type: ignore[return-value]
+    parents: dict[Config, tuple[Config, int] | None] = {start: None}
     frontier = [start]
-    found = None
+    found: Config | None = None
     while frontier and found is None and len(parents) < max_states:
         following = []
         for config in frontier:

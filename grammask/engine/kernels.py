@@ -158,12 +158,12 @@ def _jit(name: str, function: Any) -> Any:
 
 def walk_trie(*args: Any) -> tuple[int, int]:
     """`_walk_trie`, compiled."""
-    return _jit("walk_trie", _walk_trie)(*args)  # type: ignore[no-any-return]
+    return _jit("walk_trie", _walk_trie)(*args)
 
 
 def step_suffixes(*args: Any) -> tuple[int, int]:
     """`_step_suffixes`, compiled."""
-    return _jit("step_suffixes", _step_suffixes)(*args)  # type: ignore[no-any-return]
+    return _jit("step_suffixes", _step_suffixes)(*args)
 
 
 def warm_up() -> None:

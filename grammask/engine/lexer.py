@@ -186,18 +186,19 @@ class Lexer:
         (columns numbered in mixed radix, exact; as raw bytes when that would overflow)."""
         terminals = [k for k, _ in pairs]
         dfas = [self._dfa(k) for k in terminals]
-        targets = np.stack([dfa.transitions[s] for dfa, (_, s) in zip(dfas, pairs)])  # [m, 256]
+        targets = np.stack([dfa.transitions[s] for dfa, (_, s) in zip(dfas, pairs, strict=True)])  # [m, 256]
         sizes = [dfa.n_states for dfa in dfas]
+        key: np.ndarray
         if sum(size.bit_length() for size in sizes) < 63:
             key = np.zeros(256, dtype=np.int64)
-            for row, size in zip(targets, sizes):
+            for row, size in zip(targets, sizes, strict=True):
                 key = key * size + row
         else:
             key = np.ascontiguousarray(targets.T).view(np.dtype((np.void, 4 * len(pairs)))).reshape(-1)
         _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
         ids = np.empty(len(first), dtype=np.int32)
         for j, column in enumerate(targets[:, first].T.tolist()):
-            ids[j] = self._intern(tuple((k, s) for k, s in zip(terminals, column) if s))
+            ids[j] = self._intern(tuple((k, s) for k, s in zip(terminals, column, strict=True) if s))
         return ids[inverse.reshape(-1)]
 
     def next_bytes(self, state: int) -> list[int]:

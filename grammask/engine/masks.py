@@ -35,6 +35,7 @@ _SLICE_PAIRS = 24
 
 __all__ = ["MaskComputer", "TokenWalk"]
 
+
 @dataclass(frozen=True)
 class TokenWalk:
     """What one lexer state does to every text token, independent of the parser context."""
@@ -262,7 +263,7 @@ class MaskComputer:
             after = lexer.gather(np.full(len(data), q, dtype=np.int32), data)
             if not after.all():
                 return False
-            for pair in set(zip(transitions[p, data].tolist(), after.tolist())):
+            for pair in set(zip(transitions[p, data].tolist(), after.tolist(), strict=True)):
                 if pair not in seen:
                     if len(seen) >= _SLICE_PAIRS:
                         return False
@@ -350,11 +351,12 @@ class MaskComputer:
                 node_state[frontier] = frontier_state
             live_nodes.append(frontier)
         accepting = lexer.accepting
-        if any(n is None for n in live_nodes):  # a large level was dense: read the whole trie
+        listed = [n for n in live_nodes if n is not None]
+        if len(listed) < len(live_nodes):  # a large level was dense: read the whole trie
             alive = self.pack(node_state[index.token_node] != 0)
             nodes = np.flatnonzero(accepting[node_state[:-1]] & index.has_below)
         else:
-            nodes = np.concatenate(live_nodes) if live_nodes else np.zeros(0, dtype=np.int64)
+            nodes = np.concatenate(listed) if listed else np.zeros(0, dtype=np.int64)
             alive = np.zeros(self.words, dtype=np.int32)
             _set_bits(alive, self._tokens_in(trie, index.end_lo[nodes], index.end_hi[nodes]))
             nodes = nodes[accepting[node_state[nodes]] & index.has_below[nodes]]
@@ -370,7 +372,7 @@ class MaskComputer:
         first_child, child_end, edge = index.tail_first_child, index.tail_child_end, index.tail_byte
         nodes: list[int] = []
         states: list[int] = []
-        stack = list(zip(frontier.tolist(), node_state[frontier].tolist()))
+        stack = list(zip(frontier.tolist(), node_state[frontier].tolist(), strict=True))
         while stack:
             node, state = stack.pop()
             successors = row(state)

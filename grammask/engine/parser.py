@@ -29,11 +29,11 @@ from collections.abc import Iterable
 
 from grammask.automata.compile import compile_regex
 from grammask.automata.dfa import ByteDFA
-from grammask.lru import OBJECT_BYTES, LRUCache
 from grammask.engine.lexer import Lexer
 from grammask.ir.grammar import Lex
 from grammask.ir.normalise import BNF, terminal_symbol
 from grammask.limits import Limits, check_deadline
+from grammask.lru import OBJECT_BYTES, LRUCache
 
 __all__ = ["Config", "EarleySet", "Parser"]
 
@@ -44,7 +44,17 @@ Item = tuple[int, int, "EarleySet | None"]
 class EarleySet:
     """The items of one position of the parse, and what the parser expects there."""
 
-    __slots__ = ("items", "waiting", "lex_start", "tokens", "accepting", "expects", "tainted", "abstract", "__weakref__")
+    __slots__ = (
+        "items",
+        "waiting",
+        "lex_start",
+        "tokens",
+        "accepting",
+        "expects",
+        "tainted",
+        "abstract",
+        "__weakref__",
+    )
 
     def __init__(self, items: frozenset[Item], parser: Parser, tainted: bool) -> None:
         self.items = items
@@ -236,7 +246,7 @@ class Parser:
 
     @staticmethod
     def _kernel(earley_set: EarleySet, terminals: tuple[int, ...]) -> list[Item]:
-        kernel = []
+        kernel: list[Item] = []
         for k in terminals:
             for p, dot, origin in earley_set.waiting.get(terminal_symbol(k), ()):
                 kernel.append((p, dot + 1, earley_set if origin is None else origin))
@@ -266,7 +276,7 @@ class Parser:
 
     # -- configs ----------------------------------------------------------------------------------
 
-    def _config(self, scans: set[tuple[EarleySet, int]], accepting: bool) -> Config:
+    def _config(self, scans: Iterable[tuple[EarleySet, int]], accepting: bool) -> Config:
         key = (frozenset(scans), accepting)
         found = self._configs.get(key)
         if found is None:
@@ -284,7 +294,7 @@ class Parser:
 
     def step_bytes(self, config: Config, data: bytes) -> Config | None:
         """The config after `data`, or None if `data` cannot follow."""
-        scans = config.scans
+        scans: Iterable[tuple[EarleySet, int]] = config.scans
         accepting = config.accepting
         row, accepts = self.lexer.row, self.lexer.accepts
         for byte in data:

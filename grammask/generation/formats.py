@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from grammask.compiler import CompiledGrammar, compile
-from grammask.ir.grammar import Grammar
+from grammask.grammar import Grammar
 from grammask.vocab import Vocabulary
 
 __all__ = ["Format", "compile_formats", "logits_width", "tokenizer_vocabulary"]

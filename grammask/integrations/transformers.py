@@ -17,7 +17,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError("grammask.integrations.transformers needs transformers: pip install 'grammask[model]'") from exc
 
 from grammask.compiler import CompiledGrammar
-from grammask.ir.grammar import Grammar
+from grammask.grammar import Grammar
 from grammask.processors import GenerationContext, GrammarConstraint, GrammarState
 
 __all__ = ["GrammaskLogitsProcessor"]

@@ -90,7 +90,7 @@ def decode_byte_level(pieces: Sequence[bytes]) -> list[bytes]:
     """
     text, ends = _decode_joined(pieces)
     flat = text.translate(_TO_LATIN1).encode("latin-1", "replace")
-    out = [flat[a:b] for a, b in zip([0, *ends[:-1]], ends)]
+    out = [flat[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=False)]
     positions = [m.start() for m in _OUTSIDE_ALPHABET.finditer(text)]
     for i in np.unique(np.searchsorted(ends, positions, side="right")).tolist():
         out[i] = pieces[i]

@@ -159,9 +159,7 @@ _NORMAL, _UNKNOWN, _CONTROL, _USER_DEFINED, _UNUSED, _BYTE = 1, 2, 3, 4, 5, 6
 _BYTE_LEVEL_MODELS = frozenset({"gpt2"})
 _METASPACE_MODELS = frozenset({"llama", "gemma4", "t5", "bert"})
 # Large keys the vocabulary never needs: walked over, not kept.
-_UNUSED_KEYS = frozenset(
-    {"tokenizer.ggml.merges", "tokenizer.ggml.scores", "tokenizer.ggml.precompiled_charsmap"}
-)
+_UNUSED_KEYS = frozenset({"tokenizer.ggml.merges", "tokenizer.ggml.scores", "tokenizer.ggml.precompiled_charsmap"})
 
 
 def load_gguf_vocab(path: str | PathLike[str]) -> LoadedVocab:

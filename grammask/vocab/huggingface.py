@@ -124,7 +124,7 @@ def _component_types(component: Any) -> set[str]:
         return set().union(*map(_component_types, parts))
     if kind == "Replace" and (component.get("pattern") or {}).get("String") == _METASPACE:
         return {"Metaspace"}
-    return {kind}
+    return {str(kind)}
 
 
 def _family(types: set[str], model_type: Any, name: str) -> str:

@@ -206,6 +206,6 @@ def _common_prefix_lengths(flat: np.ndarray, starts: np.ndarray, lengths: np.nda
 
 
 def _frozen(values: np.ndarray, dtype: type) -> np.ndarray:
-    out = np.ascontiguousarray(values, dtype=dtype)
+    out: np.ndarray = np.ascontiguousarray(values, dtype=dtype)
     out.flags.writeable = False
     return out

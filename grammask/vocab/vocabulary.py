@@ -54,7 +54,7 @@ class Vocabulary:
         self.eos_ids: tuple[int, ...] = tuple(sorted({int(i) for i in eos_ids}))
         self.bos_id = None if bos_id is None else int(bos_id)
         special = [int(i) for i in special_ids]
-        checked = {"special": special, "EOS": self.eos_ids, "BOS": [] if bos_id is None else [self.bos_id]}
+        checked = {"special": special, "EOS": self.eos_ids, "BOS": [] if self.bos_id is None else [self.bos_id]}
         for what, ids in checked.items():
             bad = [i for i in ids if not 0 <= i < n]
             if bad:

@@ -38,9 +38,10 @@ def peer_results(tokenizer):
     peers = [n for n in ("llguidance", "xgrammar") if engine_available(n)]
     if len(peers) < 2:
         pytest.skip("needs llguidance and xgrammar")
-    with EngineWorker(peers[0], assets.vocab_gguf_path("llama-bpe")) as a, EngineWorker(
-        peers[1], assets.vocab_gguf_path("llama-bpe")
-    ) as b:
+    with (
+        EngineWorker(peers[0], assets.vocab_gguf_path("llama-bpe")) as a,
+        EngineWorker(peers[1], assets.vocab_gguf_path("llama-bpe")) as b,
+    ):
         return run_grammars([a, b], tokenizer.encode, timeout=120, only=["iso_date", "arithmetic"])
 
 

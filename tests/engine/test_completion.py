@@ -35,8 +35,12 @@ def test_completion_is_valid_and_shortest(vocab_gpt2, grammar, prefixes):
 
 
 def test_json_schema_completion(vocab_gpt2):
-    schema = {"type": "object", "properties": {"name": {"type": "string", "minLength": 2},
-              "age": {"type": "integer"}}, "required": ["name", "age"], "additionalProperties": False}
+    schema = {
+        "type": "object",
+        "properties": {"name": {"type": "string", "minLength": 2}, "age": {"type": "integer"}},
+        "required": ["name", "age"],
+        "additionalProperties": False,
+    }
     grammar = Grammar.from_json_schema(schema, whitespace="compact")
     matcher = compile(grammar, vocab_gpt2).matcher()
     assert matcher.advance_bytes(b'{"name":"A')

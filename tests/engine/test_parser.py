@@ -13,7 +13,9 @@ DIGITS = lex(rx.plus(rx.char_class([(ord("0"), ord("9"))])))
 def nested_lists() -> Grammar:
     """`[1,[2,3],[]]`-style lists of numbers, any depth."""
     item = alt(DIGITS, ref("list"))
-    return Grammar({"list": seq(literal("["), opt(seq(item, star(seq(literal(","), item)))), literal("]"))}, start="list")
+    return Grammar(
+        {"list": seq(literal("["), opt(seq(item, star(seq(literal(","), item)))), literal("]"))}, start="list"
+    )
 
 
 @pytest.mark.parametrize(
@@ -22,7 +24,13 @@ def nested_lists() -> Grammar:
         (nested_lists(), ["[]", "[1]", "[1,[2,3],[]]", "[[[[]]]]"], ["", "[", "[1,]", "[1]]", "[,1]", "1"]),
         # Left recursion and an ε-rule.
         (
-            Grammar({"e": alt(seq(ref("e"), literal("+"), DIGITS), DIGITS), "root": seq(ref("e"), ref("sp")), "sp": alt(seq(), literal(" "))}),
+            Grammar(
+                {
+                    "e": alt(seq(ref("e"), literal("+"), DIGITS), DIGITS),
+                    "root": seq(ref("e"), ref("sp")),
+                    "sp": alt(seq(), literal(" ")),
+                }
+            ),
             ["1", "1+2", "1+2+33 "],
             ["+", "1+", "1 +2", "1  "],
         ),
@@ -31,7 +39,11 @@ def nested_lists() -> Grammar:
         # Lexeme boundaries inside a run of letters: "ab" could be one lexeme or two.
         (Grammar({"root": seq(star(literal("ab")), literal("abc"))}), ["abc", "ababc"], ["ab", "abab", "abcab"]),
         # Bounded repeats of a non-regular item.
-        (Grammar({"root": rep(ref("p"), 2, 3), "p": seq(literal("("), opt(ref("p")), literal(")"))}), ["()()", "(())()()"], ["()", "()()()()"]),
+        (
+            Grammar({"root": rep(ref("p"), 2, 3), "p": seq(literal("("), opt(ref("p")), literal(")"))}),
+            ["()()", "(())()()"],
+            ["()", "()()()()"],
+        ),
     ],
 )
 def test_accepts(grammar, good, bad):

@@ -12,10 +12,13 @@ def test_start_and_generated():
     assert GenerationContext(np.zeros((2, 8)), 5, 8).generated == 3
 
 
-@pytest.mark.parametrize(("columns", "input_length", "current_length", "message"), [
-    (4, 5, 4, "input_length 5 must lie in"),
-    (4, 2, 5, r"sequences of shape \(2, 4\) do not have current_length 5 columns"),
-])
+@pytest.mark.parametrize(
+    ("columns", "input_length", "current_length", "message"),
+    [
+        (4, 5, 4, "input_length 5 must lie in"),
+        (4, 2, 5, r"sequences of shape \(2, 4\) do not have current_length 5 columns"),
+    ],
+)
 def test_inconsistent_context_is_rejected(columns, input_length, current_length, message):
     with pytest.raises(ValueError, match=message):
         GenerationContext(np.zeros((2, columns)), input_length, current_length)

@@ -32,7 +32,7 @@ def decode(xp, constraint, logits_per_step: np.ndarray, prompt: np.ndarray, step
         masked, state = constraint.process(xp(logits_per_step[step]), state, ctx)
         chosen = xp.host(masked).argmax(axis=1)
         sequences = np.concatenate([sequences, chosen[:, None]], axis=1)
-    return sequences[:, prompt.shape[1]:]
+    return sequences[:, prompt.shape[1] :]
 
 
 def test_rows_follow_their_own_grammar(xp, vocab_llama3, digits, greeting):

@@ -68,4 +68,3 @@ def test_min_length(xp, generated):
 def test_min_length_with_eos_past_the_logits(xp):
     got = run(MinLength(1, 100), xp, SEQUENCES[:, :2], 2)
     assert np.array_equal(got, LOGITS)
-

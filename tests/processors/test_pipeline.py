@@ -42,10 +42,16 @@ def test_processors_run_in_stage_order():
 
 def test_matches_transformers_processor_list(xp):
     ours = Pipeline([Temperature(0.7), TopK(20), TopP(0.9), MinP(0.02), RepetitionPenalty(1.3), NoRepeatNGram(2)])
-    theirs = LogitsProcessorList([
-        RepetitionPenaltyLogitsProcessor(1.3), NoRepeatNGramLogitsProcessor(2), TemperatureLogitsWarper(0.7),
-        TopKLogitsWarper(20), TopPLogitsWarper(0.9), MinPLogitsWarper(0.02),
-    ])
+    theirs = LogitsProcessorList(
+        [
+            RepetitionPenaltyLogitsProcessor(1.3),
+            NoRepeatNGramLogitsProcessor(2),
+            TemperatureLogitsWarper(0.7),
+            TopKLogitsWarper(20),
+            TopPLogitsWarper(0.9),
+            MinPLogitsWarper(0.02),
+        ]
+    )
     expected = theirs(torch.from_numpy(SEQUENCES), torch.from_numpy(LOGITS.copy())).numpy()
     ctx = GenerationContext(xp(SEQUENCES), 6, 10)
     got, state = ours.process(xp(LOGITS), ours.init(4), ctx)

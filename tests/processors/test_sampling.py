@@ -56,21 +56,34 @@ def test_truncation_keeps_every_tie(xp):
     assert np.isfinite(run(TopP(0.7), xp, logits)).tolist() == [[True, True, True, True, False]]
 
 
-@pytest.mark.parametrize("bad", [lambda: Temperature(0), lambda: Temperature(float("inf")), lambda: TopK(0),
-                                 lambda: TopP(0), lambda: TopP(1.5), lambda: MinP(-0.1), lambda: TopP(0.5, 0)])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        lambda: Temperature(0),
+        lambda: Temperature(float("inf")),
+        lambda: TopK(0),
+        lambda: TopP(0),
+        lambda: TopP(1.5),
+        lambda: MinP(-0.1),
+        lambda: TopP(0.5, 0),
+    ],
+)
 def test_invalid_parameters(bad):
     with pytest.raises(ValueError):
         bad()
 
 
 def test_masked_softmax_is_stable(xp):
-    logits = np.array([
-        [1e30, -1e30, 0.0, -np.inf],
-        [-np.inf, -np.inf, 5.0, -np.inf],
-        [-np.inf] * 4,
-        [np.inf, 0.0, np.inf, -np.inf],
-        [-1e30, -1e30 + 1e23, -np.inf, -np.inf],
-    ], dtype=np.float32)
+    logits = np.array(
+        [
+            [1e30, -1e30, 0.0, -np.inf],
+            [-np.inf, -np.inf, 5.0, -np.inf],
+            [-np.inf] * 4,
+            [np.inf, 0.0, np.inf, -np.inf],
+            [-1e30, -1e30 + 1e23, -np.inf, -np.inf],
+        ],
+        dtype=np.float32,
+    )
     probs = xp.host(masked_softmax(xp(logits)))
     assert np.isfinite(probs).all()
     np.testing.assert_allclose(probs[:2], [[1, 0, 0, 0], [0, 0, 1, 0]])

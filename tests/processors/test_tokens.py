@@ -34,7 +34,8 @@ def test_forbid_e_on_llama3(vocab_llama3):
     # Independent check: 'e' never occurs inside a multi-byte UTF-8 sequence, so decoding with
     # replacement characters keeps exactly the tokens whose bytes hold an 'e'.
     expected = {
-        t for t, text in enumerate(vocab_llama3.token_bytes)
+        t
+        for t, text in enumerate(vocab_llama3.token_bytes)
         if not vocab_llama3.is_special[t] and "e" in text.decode("utf-8", errors="replace")
     }
     assert forbidden == expected
