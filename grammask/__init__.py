@@ -7,6 +7,8 @@ bitmask = allocate_bitmask(1, vocab.size)
 matcher.fill_bitmask(bitmask)                      # then mask the logits, sample, matcher.advance(token)
 """
 
+from typing import Any as _Any
+
 from grammask.bitmask import allocate_bitmask, unpack_bitmask
 from grammask.compiler import CompiledGrammar, compile
 from grammask.errors import GenerationError, GrammarError, GrammaskError, VocabularyError
@@ -21,11 +23,13 @@ from grammask.vocab import Vocabulary
 _LAZY = {"generate": "grammask.generation", "load_model": "grammask.generation"}
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
+def __getattr__(name: str) -> _Any:
+    import importlib
 
+    if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
+    if name == "integrations":  # `grammask.integrations.transformers` after a plain `import grammask`
+        return importlib.import_module("grammask.integrations")
     raise AttributeError(f"module 'grammask' has no attribute {name!r}")
 
 
