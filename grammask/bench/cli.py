@@ -65,8 +65,8 @@ def _start_workers(names: Sequence[str], gguf: Path, stack: ExitStack) -> list[E
 def _header(workers: Sequence[EngineWorker]) -> str:
     env = describe()
     lines = [f"- {k}: {v}" for k, v in env.items()]
-    rows = [[w.engine_name, w.version, *(w.load_s or (None, None)), w.restarts] for w in workers]
-    header = ["engine", "version", "vocabulary load s", "engine + tokenizer load s", "worker restarts"]
+    rows = [[w.engine_name, w.version, *(w.load_s or (None, None)), w.restarts, w.peak_rss_mb()] for w in workers]
+    header = ["engine", "version", "vocabulary load s", "engine + tokenizer load s", "worker restarts", "peak RSS MiB"]
     table = format_table(header, rows)
     return "\n".join(lines) + "\n\n" + table
 

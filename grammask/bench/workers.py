@@ -86,6 +86,12 @@ def _child(conn: Connection, engine_name: str, gguf_path: str) -> None:
             conn.send(("exception", traceback.format_exc(limit=8)))
 
 
+def _peak_rss_mb(context: Context) -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
 class EngineWorker:
     """A child process running one engine; restarted after a timeout or crash."""
 
@@ -168,6 +174,13 @@ class EngineWorker:
         if self._conn is not None:
             self._conn.close()
         self._process = self._conn = None
+
+    def peak_rss_mb(self) -> float | None:
+        """The running child's peak resident memory (since its last start), in MiB."""
+        if self._process is None or not self._process.is_alive():
+            return None
+        outcome = self.call(_peak_rss_mb, timeout=10)
+        return outcome.value if outcome.status == "ok" else None
 
     def close(self) -> None:
         if self._process is not None and self._process.is_alive() and self._conn is not None:
