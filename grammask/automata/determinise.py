@@ -12,7 +12,7 @@ Only overlapping classes are refined into their atom-level intersections.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from grammask.automata.alphabet import Alphabet
 from grammask.automata.nfa import CharNFA
@@ -50,9 +50,9 @@ def determinise(
     # left waiting for a hub, do all but epsilon cycles (bodies that match the empty string),
     # which a search does when needed.
     closures: list[int | None] = [None] * n
-    waiting = range(n)
+    waiting: Sequence[int] = range(n)
     while waiting:
-        left = []
+        left: list[int] = []
         for s in waiting:
             bits = own[s]
             for t in eps[s]:

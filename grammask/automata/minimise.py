@@ -117,9 +117,7 @@ def _refine(preds: list[list[tuple[int, int]]], accepting: list[bool], live: lis
     return block_of
 
 
-def _quotient(
-    rows: list[SparseRow], accepting: list[bool], block_of: list[int]
-) -> tuple[list[SparseRow], list[bool]]:
+def _quotient(rows: list[SparseRow], accepting: list[bool], block_of: list[int]) -> tuple[list[SparseRow], list[bool]]:
     """The automaton of the blocks, each numbered as its lowest state. Numbering states breadth
     first numbers blocks breadth first too: a block's later states only lead to blocks that its
     first state already led to."""
@@ -135,7 +133,7 @@ def _quotient(
         return rows, accepting
     out_rows: list[SparseRow] = [[]]
     for s in reps[1:]:
-        row = []
+        row: SparseRow = []
         merged = False
         seen: dict[int, int] = {}
         for t, mask in rows[s]:

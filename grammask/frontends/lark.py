@@ -34,6 +34,7 @@ def grammar_from_lark(text: str, *, start: str = "start") -> g.Grammar:
 
 # --- the common library (`%import common.X`), as the languages its terminals mean ---------------
 
+
 def _one_of(chars: str) -> rx.RegexNode:
     return rx.char_class([(ord(c), ord(c)) for c in chars])
 
@@ -53,11 +54,14 @@ def _common_terminals() -> dict[str, rx.RegexNode]:
     not_newline = rx.char_class([(0x0A, 0x0A)], negate=True)
     cr, lf = rx.literal("\r"), rx.literal("\n")
     quote, backslash = rx.literal('"'), rx.literal("\\")
-    string_char = rx.alt(rx.char_class([(0x0A, 0x0A), (0x22, 0x22), (0x5C, 0x5C)], negate=True),
-                         rx.concat(backslash, not_newline))
+    string_char = rx.alt(
+        rx.char_class([(0x0A, 0x0A), (0x22, 0x22), (0x5C, 0x5C)], negate=True), rx.concat(backslash, not_newline)
+    )
     stars = rx.plus(rx.literal("*"))
-    comment_char = rx.alt(rx.char_class([(0x2A, 0x2A)], negate=True),
-                          rx.concat(stars, rx.char_class([(0x2A, 0x2A), (0x2F, 0x2F)], negate=True)))
+    comment_char = rx.alt(
+        rx.char_class([(0x2A, 0x2A)], negate=True),
+        rx.concat(stars, rx.char_class([(0x2A, 0x2A), (0x2F, 0x2F)], negate=True)),
+    )
     underscore = rx.literal("_")
     return {
         "DIGIT": digit,
@@ -94,6 +98,7 @@ COMMON_TERMINALS: dict[str, rx.RegexNode] = _common_terminals()
 
 
 # --- syntax nodes ---------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, slots=True)
 class _Literal:
@@ -191,6 +196,7 @@ def _tokenize(text: str) -> list[_Token]:
         if m is None:
             raise GrammarError(f"unexpected character {text[pos]!r}", position=pos, source=text)
         kind, value = m.lastgroup, m.group()
+        assert kind is not None  # every alternative of _TOKEN_RE is a named group
         pos = m.end()
         if kind == "blank" or (kind == "newline" and (depth > 0 or not tokens or tokens[-1].kind == "newline")):
             continue
@@ -269,7 +275,10 @@ class _Parser:
             line = self.text.count("\n", 0, self.defs.positions[name]) + 1
             raise self.error(f"{name!r} is defined twice (first on line {line})", pos)
         self.defs.positions[name] = pos
-        (self.defs.terminals if _is_terminal_name(name) else self.defs.rules)[name] = body
+        if _is_terminal_name(name) or not isinstance(body, _Node):  # imports are checked to be terminals
+            self.defs.terminals[name] = body
+        else:
+            self.defs.rules[name] = body
 
     def parse_definition(self) -> None:
         begin = self.peek().pos
@@ -403,7 +412,7 @@ class _Parser:
             high_token = self.expect("string", "a string after '..'")
             high = self.parse_string(high_token)
             if len(literal.text) != 1 or len(high.text) != 1:
-                raise self.error("a range \"a\"..\"z\" needs single characters at both ends", token.pos)
+                raise self.error('a range "a".."z" needs single characters at both ends', token.pos)
             return _Range(literal.text, high.text, token.pos)
         if token.kind == "regexp":
             self.take()

@@ -32,8 +32,8 @@ from typing import Literal
 import numpy as np
 
 from grammask.errors import GrammarError
-from grammask.limits import check_deadline
 from grammask.ir import regex as rx
+from grammask.limits import check_deadline
 
 __all__ = ["Flavor", "parse_regex", "parse_search_pattern"]
 
@@ -181,7 +181,7 @@ class _Parser:
                 # one pass); its last character stays alone when a quantifier follows it.
                 end = run.end() - (run.end() < len(p) and p[run.end()] in "*+?{")
                 if end > self.i:
-                    items.append(_Piece.of(rx.literal(p[self.i:end])))
+                    items.append(_Piece.of(rx.literal(p[self.i : end])))
                     self.i, self.at_pattern_start, repeated = end, False, False
                     continue
             start = self.i
@@ -466,10 +466,10 @@ class _Parser:
     def hex_digits(self, count: int, start: int) -> int:
         digits = self.take(_HEX, count)
         if len(digits) < count:
-            raise self.invalid(f"incomplete escape {self.p[start:self.i]}", start)
+            raise self.invalid(f"incomplete escape {self.p[start : self.i]}", start)
         value = int(digits, 16)
         if value > rx.MAX_CODEPOINT:
-            raise self.invalid(f"bad escape {self.p[start:self.i]}: beyond U+10FFFF", start)
+            raise self.invalid(f"bad escape {self.p[start : self.i]}: beyond U+10FFFF", start)
         return value
 
     def braced_hex(self, start: int) -> int:
@@ -537,11 +537,11 @@ class _Parser:
                 hi = self.class_item()
                 if isinstance(lo, int) and isinstance(hi, int):
                     if hi < lo:
-                        raise self.invalid(f"bad character range {p[item_at:self.i]}", item_at)
+                        raise self.invalid(f"bad character range {p[item_at : self.i]}", item_at)
                     ranges.append((lo, hi))
                     continue
                 if self.python:
-                    raise self.invalid(f"bad character range {p[item_at:self.i]}", item_at)
+                    raise self.invalid(f"bad character range {p[item_at : self.i]}", item_at)
                 ranges.append((45, 45))  # ECMA (Annex B): a class shorthand makes '-' literal
                 for part in (lo, hi):
                     ranges.extend([(part, part)] if isinstance(part, int) else part.ranges)
@@ -583,4 +583,4 @@ def _ecma_space() -> tuple[tuple[int, int], ...]:
 
 def _ranges_of(mask: np.ndarray) -> tuple[tuple[int, int], ...]:
     edges = np.flatnonzero(np.diff(np.concatenate(([0], mask.astype(np.int8), [0]))))
-    return tuple((int(a), int(b) - 1) for a, b in zip(edges[::2], edges[1::2]))
+    return tuple((int(a), int(b) - 1) for a, b in zip(edges[::2], edges[1::2], strict=True))

@@ -48,11 +48,12 @@ def grammar_from_structural_tag(spec: dict | str, *, whitespace: object = "flexi
     `additionalProperties` means false, as in XGrammar).
     """
     if isinstance(spec, str):
+        text = spec
         try:
-            spec = json.loads(spec)
+            spec = json.loads(text)
         except json.JSONDecodeError as exc:
             reason = f"the structural tag is not valid JSON: {exc.msg}"
-            raise GrammarError(reason, position=exc.pos, source=spec) from None
+            raise GrammarError(reason, position=exc.pos, source=text) from None
     if not isinstance(spec, dict):
         raise GrammarError(f"a structural tag is a JSON object, not {type(spec).__name__}")
     if "structures" in spec:  # the legacy form

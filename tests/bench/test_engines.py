@@ -3,6 +3,8 @@ tokens, and format errors surfacing as `CompileError`."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pytest
 import regex
@@ -14,7 +16,7 @@ from grammask.vocab.vocabulary import Vocabulary
 WORDS = r"[a-z]+( [a-z]+)*"
 
 
-def _mask(engine: Engine, fmt: str, source: object, vocab: Vocabulary, tokens: list[int] = []) -> np.ndarray:
+def _mask(engine: Engine, fmt: str, source: object, vocab: Vocabulary, tokens: Sequence[int] = ()) -> np.ndarray:
     session = engine.compile(fmt, source).session()
     for token in tokens:
         assert session.advance(token)

@@ -19,7 +19,7 @@ def _vectors() -> list[tuple[str, list[int]]]:
     # Both files end with a separator / newline, leaving one empty trailing entry.
     assert texts[-1] == "" and lines[-1] == ""
     assert len(texts) == len(lines)
-    return [(t, [int(x) for x in line.split()]) for t, line in zip(texts[:-1], lines[:-1])]
+    return [(t, [int(x) for x in line.split()]) for t, line in zip(texts[:-1], lines[:-1], strict=True)]
 
 
 def test_matches_llama_cpp_vectors(tokenizer: Llama3Tokenizer) -> None:

@@ -13,8 +13,7 @@ SEPARATOR = b"\n__ggml_vocab_test__\n"
 # bert-bge normalises its input (lowercase, accents stripped), so its tokens spell other text.
 NORMALISING = {"bert-bge"}
 VECTOR_VOCABS = sorted(
-    p.name.removeprefix("ggml-vocab-").removesuffix(".gguf.inp")
-    for p in MODELS.glob("ggml-vocab-*.gguf.inp")
+    p.name.removeprefix("ggml-vocab-").removesuffix(".gguf.inp") for p in MODELS.glob("ggml-vocab-*.gguf.inp")
 )
 
 
@@ -30,7 +29,7 @@ def read_vectors(name: str) -> list[tuple[bytes, list[int]]]:
     if out.endswith(b"\n"):
         lines.pop()
     assert len(texts) == len(lines) > 40
-    return [(text, [int(t) for t in line.split()]) for text, line in zip(texts, lines)]
+    return [(text, [int(t) for t in line.split()]) for text, line in zip(texts, lines, strict=True)]
 
 
 def test_vector_files_found():

@@ -12,9 +12,7 @@ from grammask.vocab import TokenTrie, Vocabulary
 
 
 def text_tokens(vocab: Vocabulary) -> dict[int, bytes]:
-    return {
-        i: b for i, b in enumerate(vocab.token_bytes) if b and not vocab.is_special[i]
-    }
+    return {i: b for i, b in enumerate(vocab.token_bytes) if b and not vocab.is_special[i]}
 
 
 def node_prefixes(trie: TokenTrie) -> list[bytes]:
@@ -42,7 +40,7 @@ def check_against_brute_force(vocab: Vocabulary) -> None:
     depth = trie.depth.astype(np.int64)
     assert depth.tolist() == [len(p) for p in prefixes]
     assert trie.parent[0] == -1 and trie.byte[0] == -1
-    order = list(zip(depth[1:].tolist(), trie.parent[1:].tolist(), trie.byte[1:].tolist()))
+    order = list(zip(depth[1:].tolist(), trie.parent[1:].tolist(), trie.byte[1:].tolist(), strict=True))
     assert order == sorted(order) and len(set(order)) == len(order)
     assert trie.depth_start.tolist() == [int(np.searchsorted(depth, d)) for d in range(trie.max_len + 2)]
 

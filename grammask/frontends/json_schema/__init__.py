@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any, cast
 
 from grammask.errors import GrammarError
 from grammask.frontends.json_schema.builder import Builder
@@ -21,8 +22,14 @@ RECURSION_LIMIT = 6000
 __all__ = ["DEFAULT_MAX_RUN", "Whitespace", "grammar_from_json_schema", "grammar_from_pydantic"]
 
 
-def grammar_from_json_schema(schema: dict | str | bool, *, whitespace: object = "flexible",
-                             lenient: bool = False, strict: bool = False, limits: Limits = DEFAULT_LIMITS) -> Grammar:
+def grammar_from_json_schema(
+    schema: dict | str | bool,
+    *,
+    whitespace: object = "flexible",
+    lenient: bool = False,
+    strict: bool = False,
+    limits: Limits = DEFAULT_LIMITS,
+) -> Grammar:
     """JSON text valid under `schema` (a dict, a boolean, or JSON text).
 
     `whitespace` is "flexible", "compact", an indent (int) or a `Whitespace`. With `lenient`,
@@ -32,10 +39,11 @@ def grammar_from_json_schema(schema: dict | str | bool, *, whitespace: object = 
     `limits` bounds the rules built and, with `compile_timeout_s`, the time taken.
     """
     if isinstance(schema, str):
+        text = schema
         try:
-            schema = json.loads(schema)
+            schema = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise GrammarError(f"the schema is not valid JSON: {exc.msg}", position=exc.pos, source=schema) from None
+            raise GrammarError(f"the schema is not valid JSON: {exc.msg}", position=exc.pos, source=text) from None
     ws = Whitespace.of(whitespace)
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, RECURSION_LIMIT))
@@ -53,8 +61,14 @@ def grammar_from_json_schema(schema: dict | str | bool, *, whitespace: object = 
     return Grammar(rules, "root", warnings=builder.warnings)
 
 
-def grammar_from_pydantic(model: type, *, whitespace: object = "flexible", lenient: bool = False,
-                          strict: bool = False, limits: Limits = DEFAULT_LIMITS) -> Grammar:
+def grammar_from_pydantic(
+    model: type,
+    *,
+    whitespace: object = "flexible",
+    lenient: bool = False,
+    strict: bool = False,
+    limits: Limits = DEFAULT_LIMITS,
+) -> Grammar:
     """JSON text valid for a pydantic (v2) model class, through `model.model_json_schema()`."""
     try:
         import pydantic
@@ -62,5 +76,8 @@ def grammar_from_pydantic(model: type, *, whitespace: object = "flexible", lenie
         raise ImportError("Grammar.from_pydantic needs pydantic: pip install 'grammask[pydantic]'") from None
     if not (isinstance(model, type) and issubclass(model, pydantic.BaseModel)):
         raise TypeError(f"expected a pydantic BaseModel subclass, not {model!r}")
-    return grammar_from_json_schema(model.model_json_schema(), whitespace=whitespace, lenient=lenient, strict=strict,
-                                    limits=limits)
+    # pydantic is not analysed (follow_imports = "skip"), so the issubclass check above narrows nothing.
+    pydantic_model = cast(Any, model)
+    return grammar_from_json_schema(
+        pydantic_model.model_json_schema(), whitespace=whitespace, lenient=lenient, strict=strict, limits=limits
+    )

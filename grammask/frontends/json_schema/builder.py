@@ -49,27 +49,34 @@ MAX_BRANCH_PRODUCT = 1024
 #: Keywords that constrain but are never enforced; each is an error (or, leniently, a warning).
 #: Read where they are written, on the flattened schema (see the note above `Builder._contains`).
 _UNEVALUATED = ("unevaluatedProperties", "unevaluatedItems")
-_UNSUPPORTED = ("$dynamicRef",
-                "$recursiveRef")
+_UNSUPPORTED = ("$dynamicRef", "$recursiveRef")
 #: Most negations one schema may expand (a guard against recursive `not` of `$ref`).
 MAX_NEGATIONS = 4096
 #: Most item values a `uniqueItems` array over a finite set of values may draw from.
 UNIQUE_ITEMS_MAX_VALUES = 8
 #: keyword → (the type it constrains, the keyword of its complement, offset of the complement's value).
 _COMPLEMENT_BOUND = {
-    "minimum": ("number", "exclusiveMaximum", 0), "exclusiveMinimum": ("number", "maximum", 0),
-    "maximum": ("number", "exclusiveMinimum", 0), "exclusiveMaximum": ("number", "minimum", 0),
-    "minLength": ("string", "maxLength", -1), "maxLength": ("string", "minLength", 1),
-    "minItems": ("array", "maxItems", -1), "maxItems": ("array", "minItems", 1),
-    "minProperties": ("object", "maxProperties", -1), "maxProperties": ("object", "minProperties", 1),
+    "minimum": ("number", "exclusiveMaximum", 0),
+    "exclusiveMinimum": ("number", "maximum", 0),
+    "maximum": ("number", "exclusiveMinimum", 0),
+    "exclusiveMaximum": ("number", "minimum", 0),
+    "minLength": ("string", "maxLength", -1),
+    "maxLength": ("string", "minLength", 1),
+    "minItems": ("array", "maxItems", -1),
+    "maxItems": ("array", "minItems", 1),
+    "minProperties": ("object", "maxProperties", -1),
+    "maxProperties": ("object", "minProperties", 1),
 }
 
 
 def _single_word(node: rx.RegexNode) -> str | None:
     """The one string `node` matches, if it is a plain literal."""
     items = node.items if isinstance(node, rx.Concat) else (node,)
-    if all(isinstance(i, rx.CharClass) and len(i.ranges) == 1 and i.ranges[0][0] == i.ranges[0][1] for i in items):
-        return "".join(chr(i.ranges[0][0]) for i in items)
+    chars = [
+        i for i in items if isinstance(i, rx.CharClass) and len(i.ranges) == 1 and i.ranges[0][0] == i.ranges[0][1]
+    ]
+    if len(chars) == len(items):
+        return "".join(chr(c.ranges[0][0]) for c in chars)
     return None
 
 
@@ -110,8 +117,11 @@ def _bounds(s: dict) -> Bounds:
 def _ranges_disjoint(a: dict, b: dict) -> bool:
     x, y = _bounds(a), _bounds(b)
     for lo, hi in ((x, y), (y, x)):
-        if lo.hi is not None and hi.lo is not None and (lo.hi < hi.lo or (lo.hi == hi.lo and (lo.hi_strict or
-                                                                                              hi.lo_strict))):
+        if (
+            lo.hi is not None
+            and hi.lo is not None
+            and (lo.hi < hi.lo or (lo.hi == hi.lo and (lo.hi_strict or hi.lo_strict)))
+        ):
             return True
     return False
 
@@ -131,8 +141,9 @@ _ANY_CHAR_JSON = strings.encode(rx.ANY_CHAR)
 class Builder:
     """Builds the rules of one schema document."""
 
-    def __init__(self, doc: Document, ws: Whitespace, lenient: bool, strict: bool = False,
-                 limits: Limits = DEFAULT_LIMITS) -> None:
+    def __init__(
+        self, doc: Document, ws: Whitespace, lenient: bool, strict: bool = False, limits: Limits = DEFAULT_LIMITS
+    ) -> None:
         self.doc, self.ws, self.lenient, self.strict, self.limits = doc, ws, lenient, strict, limits
         self.rules: dict[str, g.Expr] = {}
         self.warnings: list[str] = []
@@ -158,8 +169,11 @@ class Builder:
             self.rules[name] = g.FAIL
             self.rules[name] = make()
             if len(self.rules) > self.limits.max_grammar_rules:
-                raise GrammarError(f"the schema needs more than Limits.max_grammar_rules="
-                                   f"{self.limits.max_grammar_rules} grammar rules", pointer="")
+                raise GrammarError(
+                    f"the schema needs more than Limits.max_grammar_rules="
+                    f"{self.limits.max_grammar_rules} grammar rules",
+                    pointer="",
+                )
         return g.ref(self._named[key])
 
     def flatten(self, schema: object, ptr: str, stack: tuple[str, ...] = ()) -> dict:
@@ -202,13 +216,19 @@ class Builder:
         """A JSON value valid under `schema` (as written at `ptr`), nested `depth` containers deep."""
         check_deadline(f"compiling the schema at {ptr or '/'}")
         if depth > MAX_SCHEMA_DEPTH:
-            raise GrammarError(f"values nest over MAX_SCHEMA_DEPTH={MAX_SCHEMA_DEPTH} arrays and objects deep",
-                               pointer=ptr)
-        if isinstance(schema, dict) and "$ref" in schema and (
-                self.doc.draft <= 7 or set(schema) - {"$ref", "description", "title", "$comment"} == set()):
+            raise GrammarError(
+                f"values nest over MAX_SCHEMA_DEPTH={MAX_SCHEMA_DEPTH} arrays and objects deep", pointer=ptr
+            )
+        if (
+            isinstance(schema, dict)
+            and "$ref" in schema
+            and (self.doc.draft <= 7 or set(schema) - {"$ref", "description", "title", "$comment"} == set())
+        ):
             target = self.doc.target(schema["$ref"], ptr)
-            return self.rule((target, self._depth(depth)),
-                             lambda: self.build(self.flatten(self.doc.at(target), target, (target,)), target, depth))
+            return self.rule(
+                (target, self._depth(depth)),
+                lambda: self.build(self.flatten(self.doc.at(target), target, (target,)), target, depth),
+            )
         return self._own_rule_if_large(self.build(self.flatten(schema, ptr), ptr, depth))
 
     def _own_rule_if_large(self, expr: g.Expr) -> g.Expr:
@@ -235,8 +255,9 @@ class Builder:
         if s.get("_not"):
             if any(key in s and not _is_true(s[key]) for key in _UNEVALUATED):
                 # Folding merges the negation's keywords in, but `not` evaluates nothing.
-                self.unsupported("unevaluatedProperties/unevaluatedItems next to not (or if/else, or an "
-                                 "overlapping oneOf)", ptr)
+                self.unsupported(
+                    "unevaluatedProperties/unevaluatedItems next to not (or if/else, or an overlapping oneOf)", ptr
+                )
                 s = {k: v for k, v in s.items() if k not in _UNEVALUATED}
             s = self._fold_not(s)
             if s.get("_false"):
@@ -288,9 +309,14 @@ class Builder:
             parts.append(g.lex(strings.string_literal(rx.words(words))))
         # An integer-valued number has two usual spellings, 1 and 1.0 (json.dumps of a float); one
         # trie for all keeps a 50,000-value enum linear.
-        parts.append(g.lex(rx.alt(rx.concat(rx.words(str(i) for i in integers if _float_spelling(i)),
-                                            rx.optional(rx.literal(".0"))),
-                                  rx.words(str(i) for i in integers if not _float_spelling(i)))))
+        parts.append(
+            g.lex(
+                rx.alt(
+                    rx.concat(rx.words(str(i) for i in integers if _float_spelling(i)), rx.optional(rx.literal(".0"))),
+                    rx.words(str(i) for i in integers if not _float_spelling(i)),
+                )
+            )
+        )
         return g.alt(*parts)
 
     def _branch(self, s: dict, ptr: str, depth: int) -> g.Expr:
@@ -303,8 +329,10 @@ class Builder:
         base = {k: v for k, v in s.items() if k != "_branches"}
         if rest:
             base["_branches"] = rest
-        options = [(i, merge(base, self.part(self.flatten(sub, f"{bptr}/{i}"), f"{bptr}/{i}"), bptr))
-                   for i, sub in enumerate(subs)]
+        options = [
+            (i, merge(base, self.part(self.flatten(sub, f"{bptr}/{i}"), f"{bptr}/{i}"), bptr))
+            for i, sub in enumerate(subs)
+        ]
         options = [(i, o) for i, o in options if not o.get("_false")]
         self._branches += len(options)
         if self._branches > MAX_BRANCH_PRODUCT:
@@ -389,7 +417,9 @@ class Builder:
             t = set(n["type"]) | ({"integer"} if "number" in n["type"] else set())
             if "integer" in t and "number" not in t and "number" in context:
                 raise GrammarError("not: {type: integer} on numbers (non-integer numbers)", pointer=ptr)
-            out.append({"type": sorted(ALL_TYPES - t - ({"number"} if "number" not in t and "integer" in t else set()))})
+            out.append(
+                {"type": sorted(ALL_TYPES - t - ({"number"} if "number" not in t and "integer" in t else set()))}
+            )
         if "enum" in n:
             out.append({"_exclude": n["enum"]})
         if "_exclude" in n:
@@ -402,13 +432,16 @@ class Builder:
             elif key == "required":
                 out += [{"type": ["object"], "properties": {name: False}} for name in value]
             elif key == "properties":
-                out += [{"type": ["object"], "required": [name], "properties": {name: {"not": sub}}}
-                        for name, sub in value.items() if not _is_true(sub)]
+                out += [
+                    {"type": ["object"], "required": [name], "properties": {name: {"not": sub}}}
+                    for name, sub in value.items()
+                    if not _is_true(sub)
+                ]
             elif key == "_branches":
                 for kind, subs, bptr in value:
                     if kind == "oneOf" and len(subs) > 1:
                         flat = [self.flatten(sub, f"{bptr}/{i}") for i, sub in enumerate(subs)]
-                        if not all(self.disjoint(a, b) for i, a in enumerate(flat) for b in flat[i + 1:]):
+                        if not all(self.disjoint(a, b) for i, a in enumerate(flat) for b in flat[i + 1 :]):
                             raise GrammarError("not of a oneOf whose branches may overlap", pointer=bptr)
                     out.append({"allOf": [{"not": sub} for sub in subs]})
             elif key == "_not":
@@ -432,8 +465,10 @@ class Builder:
         if isinstance(value, dict):
             if not value:
                 return self.ws.empty("{}")
-            items = [rx.concat(strings.string_literal(rx.literal(k)), self.ws.colon(), self.literal(v, depth + 1))
-                     for k, v in value.items()]
+            items = [
+                rx.concat(strings.string_literal(rx.literal(k)), self.ws.colon(), self.literal(v, depth + 1))
+                for k, v in value.items()
+            ]
             body = [items[0]] + [rx.concat(self.ws.comma(depth), x) for x in items[1:]]
             return rx.concat(self.ws.open("{", depth), *body, self.ws.close("}", depth))
         if isinstance(value, int) and not isinstance(value, bool) or isinstance(value, float) and value.is_integer():
@@ -465,8 +500,12 @@ class Builder:
         try:
             if not integer and decimals is None and self._excluded_numbers(s, bounds):
                 # x ≠ v is x < v ∨ x > v: the range cut at each excluded value, every spelling of v out.
-                return g.alt(*(g.lex(number_regex(piece, integer=False, pointer=ptr))
-                               for piece in self._cut(bounds, self._excluded_numbers(s, bounds))))
+                return g.alt(
+                    *(
+                        g.lex(number_regex(piece, integer=False, pointer=ptr))
+                        for piece in self._cut(bounds, self._excluded_numbers(s, bounds))
+                    )
+                )
             expr = g.lex(number_regex(bounds, integer=integer, pointer=ptr, decimals=decimals))
         except GrammarError as exc:
             self.unsupported(exc.reason, ptr)
@@ -477,7 +516,9 @@ class Builder:
     def _excluded_numbers(s: dict, bounds: Bounds) -> list[Fraction]:
         """The distinct `_exclude` numbers inside `bounds`, ascending."""
         values = {number_value(v) for v in s.get("_exclude", []) if json_type(v) in ("integer", "number")}
-        return sorted(v for v in values if (bounds.lo is None or v >= bounds.lo) and (bounds.hi is None or v <= bounds.hi))
+        return sorted(
+            v for v in values if (bounds.lo is None or v >= bounds.lo) and (bounds.hi is None or v <= bounds.hi)
+        )
 
     @staticmethod
     def _cut(bounds: Bounds, values: list[Fraction]) -> list[Bounds]:
@@ -502,8 +543,13 @@ class Builder:
         words = {str(int(v)) for v in values}
         if isinstance(expr, g.Lex):
             return g.lex(strings.subtract_words(expr.regex, words))
-        return g.alt(*(x for x in (expr.items if isinstance(expr, g.Alt) else (expr,))
-                       if not (isinstance(x, g.Lex) and _single_word(x.regex) in words)))
+        return g.alt(
+            *(
+                x
+                for x in (expr.items if isinstance(expr, g.Alt) else (expr,))
+                if not (isinstance(x, g.Lex) and _single_word(x.regex) in words)
+            )
+        )
 
     def _multiples(self, step: int, bounds: Bounds, ptr: str) -> g.Expr:
         lo, hi = bounds.int_bounds()
@@ -517,8 +563,9 @@ class Builder:
         """The decoded-string regex of a string schema (None: any text) and its length bounds."""
         lo, hi = s.get("minLength", 0), s.get("maxLength")
         for key, v in (("minLength", lo), ("maxLength", hi)):
-            if v is not None and not (isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
-                                      and float(v).is_integer()):
+            if v is not None and not (
+                isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 and float(v).is_integer()
+            ):
                 raise GrammarError(f"{key} must be a non-negative integer", pointer=f"{ptr}/{key}")
         lo, hi = int(lo), None if hi is None else int(hi)
         content = None
@@ -560,7 +607,7 @@ class Builder:
 
     def _any_string(self, lo: int, hi: int | None) -> g.Expr:
         quote = g.literal('"')
-        if (hi or 0) <= LEXEME_REPEAT_MAX:
+        if hi is None or hi <= LEXEME_REPEAT_MAX:
             return g.seq(quote, g.lex(rx.repeat(_ANY_CHAR_JSON, lo, hi)), quote)
         return g.seq(quote, self._exactly(lo), self._up_to(hi - lo), quote)
 
@@ -607,7 +654,10 @@ class Builder:
                 return unique
         prefix = s.get("prefixItems", [])
         items = s.get("items", True)
-        el = lambda sub, p: self.value(sub, p, depth + 1)
+
+        def el(sub: object, p: str) -> g.Expr:
+            return self.value(sub, p, depth + 1)
+
         elems = [el(sub, f"{ptr}/prefixItems/{i}") for i, sub in enumerate(prefix)]
         rest = el(items, f"{ptr}/items")
         comma = g.lex(self.ws.comma(depth))
@@ -658,16 +708,23 @@ class Builder:
         if c_hi < c_lo:
             return g.FAIL
         if c_hi > self.limits.max_grammar_rules:
-            raise GrammarError(f"maxContains over Limits.max_grammar_rules={self.limits.max_grammar_rules}",
-                               pointer=f"{ptr}/maxContains")
+            raise GrammarError(
+                f"maxContains over Limits.max_grammar_rules={self.limits.max_grammar_rules}",
+                pointer=f"{ptr}/maxContains",
+            )
         miss = self.build(merge(items_s, {"_not": [(s["contains"], cptr)]}, ptr), cptr, depth + 1)
         serial = next(self._objects)
 
         def state(k: int) -> g.Expr:
             """The items after the first, k hits so far."""
-            return self.rule(("contains", serial, k), lambda: g.alt(
-                *([g.EMPTY_SEQ] if k >= c_lo else []), g.seq(comma, miss, state(k)),
-                *([g.seq(comma, hit, state(k + 1))] if k < c_hi else [])))
+            return self.rule(
+                ("contains", serial, k),
+                lambda: g.alt(
+                    *([g.EMPTY_SEQ] if k >= c_lo else []),
+                    g.seq(comma, miss, state(k)),
+                    *([g.seq(comma, hit, state(k + 1))] if k < c_hi else []),
+                ),
+            )
 
         for k in reversed(range(c_hi + 1)):  # bottom-up: no recursion as deep as maxContains
             state(k)
@@ -748,8 +805,10 @@ class Builder:
         if extra is not None and lo - sum(1 for is_required, _ in items if is_required) >= 2:
             # The grammar cannot keep additional keys distinct, and validators count a repeated key
             # once: {"a": 1, "a": 2} would meet minProperties 2.
-            self.unsupported("minProperties that two or more additional properties may have to meet "
-                             "(their keys could repeat)", f"{ptr}/minProperties")
+            self.unsupported(
+                "minProperties that two or more additional properties may have to meet (their keys could repeat)",
+                f"{ptr}/minProperties",
+            )
         comma = g.lex(self.ws.comma(depth))
         need = max(lo, 1)
         serial = next(self._objects)
@@ -800,8 +859,9 @@ class Builder:
             if content is None:
                 content = rx.repeat(rx.ANY_CHAR, lo, hi)
             if set(name_schema) - {"pattern", "minLength", "maxLength", "format", "type"}:
-                self.unsupported("propertyNames with keywords other than pattern, format and lengths",
-                                 f"{ptr}/propertyNames")
+                self.unsupported(
+                    "propertyNames with keywords other than pattern, format and lengths", f"{ptr}/propertyNames"
+                )
             elif keys != rx.star(rx.ANY_CHAR):
                 self.unsupported("propertyNames together with patternProperties", f"{ptr}/propertyNames")
             else:
@@ -811,8 +871,10 @@ class Builder:
             return None
         value_schema = value_parts[0] if len(value_parts) == 1 else {"allOf": value_parts}
         if len(patterns) > 1 or (patterns and additional is not False):
-            self.warnings.append(f"note at {ptr or '/'}: additional properties must satisfy every "
-                                 "patternProperties schema (a stricter, safe reading)")
+            self.warnings.append(
+                f"note at {ptr or '/'}: additional properties must satisfy every "
+                "patternProperties schema (a stricter, safe reading)"
+            )
         value = self.value(value_schema, f"{ptr}/additionalProperties", depth + 1)
         if value == g.FAIL:
             return None

@@ -38,14 +38,22 @@ def _two(lo: int, hi: int) -> rx.RegexNode:
 
 def _date() -> rx.RegexNode:
     # Years 0001-9999: RFC 3339 allows 0000, but Python's date (and so `jsonschema`) does not.
-    year = _A(_S(_c("1-9"), _R(_DIGIT, 3, 3)), _S(_L("0"), _c("1-9"), _R(_DIGIT, 2, 2)),
-              _S(_L("00"), _c("1-9"), _DIGIT), _S(_L("000"), _c("1-9")))
-    leap = _A(_S(_R(_DIGIT, 2, 2), _A(_L("04"), _L("08"), _S(_c("2468"), _c("048")), _S(_c("13579"), _c("26")))),
-              _S(_A(_S(_L("0"), _c("48")), _S(_c("2468"), _c("048")), _S(_c("13579"), _c("26"))), _L("00")))
+    year = _A(
+        _S(_c("1-9"), _R(_DIGIT, 3, 3)),
+        _S(_L("0"), _c("1-9"), _R(_DIGIT, 2, 2)),
+        _S(_L("00"), _c("1-9"), _DIGIT),
+        _S(_L("000"), _c("1-9")),
+    )
+    leap = _A(
+        _S(_R(_DIGIT, 2, 2), _A(_L("04"), _L("08"), _S(_c("2468"), _c("048")), _S(_c("13579"), _c("26")))),
+        _S(_A(_S(_L("0"), _c("48")), _S(_c("2468"), _c("048")), _S(_c("13579"), _c("26"))), _L("00")),
+    )
     long_months, short_months = [1, 3, 5, 7, 8, 10, 12], [4, 6, 9, 11]
-    month_day = _A(_S(_A(*(_L(f"{m:02d}") for m in long_months)), _L("-"), _two(1, 31)),
-                   _S(_A(*(_L(f"{m:02d}") for m in short_months)), _L("-"), _two(1, 30)),
-                   _S(_L("02-"), _two(1, 28)))
+    month_day = _A(
+        _S(_A(*(_L(f"{m:02d}") for m in long_months)), _L("-"), _two(1, 31)),
+        _S(_A(*(_L(f"{m:02d}") for m in short_months)), _L("-"), _two(1, 30)),
+        _S(_L("02-"), _two(1, 28)),
+    )
     return _A(_S(year, _L("-"), month_day), _S(leap, _L("-02-29")))
 
 
@@ -89,7 +97,10 @@ def _ipv4() -> rx.RegexNode:
 def _ipv6() -> rx.RegexNode:
     h16 = _R(_HEX, 1, 4)
     ls32 = _A(_S(h16, _L(":"), h16), _ipv4())
-    groups = lambda k: _R(_S(h16, _L(":")), k, k)
+
+    def groups(k: int) -> rx.RegexNode:
+        return _R(_S(h16, _L(":")), k, k)
+
     forms = [_S(groups(6), ls32), _S(_L("::"), groups(5), ls32)]
     for before, after in ((0, 4), (1, 3), (2, 2), (3, 1), (4, 0)):
         head = rx.optional(_S(_R(_S(h16, _L(":")), 0, before), h16))
@@ -115,8 +126,9 @@ def _uri_parts(international: bool = False) -> dict[str, rx.RegexNode]:
     authority = _S(rx.optional(_S(userinfo, _L("@"))), host, rx.optional(_S(_L(":"), rx.star(_DIGIT))))
     path_abempty = rx.star(_S(_L("/"), segment))
     path_absolute = _S(_L("/"), rx.optional(_S(segment_nz, path_abempty)))
-    tail = _S(rx.optional(_S(_L("?"), rx.star(_A(pchar, _c("/?"))))),
-              rx.optional(_S(_L("#"), rx.star(_A(pchar, _c("/?"))))))
+    tail = _S(
+        rx.optional(_S(_L("?"), rx.star(_A(pchar, _c("/?"))))), rx.optional(_S(_L("#"), rx.star(_A(pchar, _c("/?")))))
+    )
     hier = _A(_S(_L("//"), authority, path_abempty), path_absolute, _S(segment_nz, path_abempty), rx.EMPTY)
     scheme = _S(_c("a-zA-Z"), rx.star(_c("a-zA-Z0-9+.-")))
     segment_nz_nc = rx.plus(_A(unreserved, pct, sub_delims, _L("@")))
@@ -125,15 +137,25 @@ def _uri_parts(international: bool = False) -> dict[str, rx.RegexNode]:
 
 
 def _json_pointer() -> rx.RegexNode:
-    return rx.star(_S(_L("/"), rx.star(_A(rx.char_class([(ord("~"), ord("~")), (ord("/"), ord("/"))], negate=True), _S(_L("~"), _c("01"))))))
+    return rx.star(
+        _S(
+            _L("/"),
+            rx.star(
+                _A(rx.char_class([(ord("~"), ord("~")), (ord("/"), ord("/"))], negate=True), _S(_L("~"), _c("01")))
+            ),
+        )
+    )
 
 
 def _email() -> rx.RegexNode:
     """RFC 5321 mailboxes: a dot-atom or quoted-string local part; a host name or an IPv4/IPv6
     address literal."""
     atom = rx.plus(_c("a-zA-Z0-9!#$%&'*+/=?^_`{|}~-"))
-    quoted = _S(_L('"'), rx.star(_A(rx.char_class([(32, 33), (35, 91), (93, 126)]),
-                                    _S(_L("\\"), rx.char_class([(32, 126)])))), _L('"'))
+    quoted = _S(
+        _L('"'),
+        rx.star(_A(rx.char_class([(32, 33), (35, 91), (93, 126)]), _S(_L("\\"), rx.char_class([(32, 126)])))),
+        _L('"'),
+    )
     local = _A(_S(atom, rx.star(_S(_L("."), atom))), quoted)
     literal = _S(_L("["), _A(_ipv4(), _S(_L("IPv6:"), _ipv6())), _L("]"))
     return _S(local, _L("@"), _A(_hostname(), literal))

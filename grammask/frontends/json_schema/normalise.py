@@ -5,7 +5,8 @@ bounds as numbers, `prefixItems`/`items` for arrays, and `"_false": True` for a 
 satisfies. `anyOf`/`oneOf` become `_branches` entries `(kind, subschemas, pointer)`; `if`/`then`/
 `else`, `dependencies`, `dependentRequired` and `dependentSchemas` become `anyOf` entries there too
 (`(if ∧ then) ∨ (¬if ∧ else)`, `¬a ∨ (a ∧ deps)`); `not` becomes `_not` entries `(subschema,
-pointer)`; `_exclude` lists values the instance must differ from (the negation of an `enum`). Merging intersects keyword by keyword; property-wise it keeps each object's own
+pointer)`; `_exclude` lists values the instance must differ from (the negation of an `enum`).
+Merging intersects keyword by keyword; property-wise it keeps each object's own
 `additionalProperties` meaning (a property one side does not declare gets that side's additional
 or pattern schema), and the merged `properties` order is the first schema's followed by the new
 names of the next.
@@ -27,20 +28,64 @@ FALSE: dict = {"_false": True}
 ALL_TYPES = frozenset({"null", "boolean", "object", "array", "string", "number", "integer"})
 #: Keywords that constrain an instance (or are resolved away by `normalise`). Everything else —
 #: annotations, `x-*` extensions, vendor and unknown keywords — is ignored, never merged.
-KEYWORDS = frozenset({
-    "type", "enum", "const", "nullable", "properties", "required", "additionalProperties", "patternProperties",
-    "propertyNames", "minProperties", "maxProperties", "prefixItems", "items", "additionalItems", "contains",
-    "minContains", "maxContains", "minItems", "maxItems", "uniqueItems", "minLength", "maxLength", "pattern",
-    "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "anyOf", "oneOf",
-    "allOf", "not", "if", "then", "else", "$ref", "dependencies", "dependentRequired", "dependentSchemas",
-    "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef",
-    # internal forms (a normalised schema normalises to itself)
-    "_false", "_branches", "_not", "_exclude",
-})
+KEYWORDS = frozenset(
+    {
+        "type",
+        "enum",
+        "const",
+        "nullable",
+        "properties",
+        "required",
+        "additionalProperties",
+        "patternProperties",
+        "propertyNames",
+        "minProperties",
+        "maxProperties",
+        "prefixItems",
+        "items",
+        "additionalItems",
+        "contains",
+        "minContains",
+        "maxContains",
+        "minItems",
+        "maxItems",
+        "uniqueItems",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "format",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "anyOf",
+        "oneOf",
+        "allOf",
+        "not",
+        "if",
+        "then",
+        "else",
+        "$ref",
+        "dependencies",
+        "dependentRequired",
+        "dependentSchemas",
+        "unevaluatedProperties",
+        "unevaluatedItems",
+        "$dynamicRef",
+        "$recursiveRef",
+        # internal forms (a normalised schema normalises to itself)
+        "_false",
+        "_branches",
+        "_not",
+        "_exclude",
+    }
+)
 
 
 def canonical(value: object) -> str:
     """A text equal for JSON-equal values (1 and 1.0 included)."""
+
     def norm(v):
         if isinstance(v, bool) or v is None or isinstance(v, str):
             return v
@@ -49,6 +94,7 @@ def canonical(value: object) -> str:
         if isinstance(v, list):
             return [norm(x) for x in v]
         return {k: norm(x) for k, x in v.items()}
+
     return json.dumps(norm(value), sort_keys=True)
 
 
@@ -74,8 +120,11 @@ def number_value(value: float | Fraction) -> Fraction:
 
 
 def _num(value: object, ptr: str, key: str) -> Fraction:
-    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)) or \
-            (isinstance(value, float) and not math.isfinite(value)):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float, Fraction))
+        or (isinstance(value, float) and not math.isfinite(value))
+    ):
         raise GrammarError(f"{key} must be a number, not {value!r}", pointer=ptr)
     return number_value(value)
 
@@ -106,7 +155,7 @@ def normalise(schema: object, ptr: str, doc: Document) -> dict:
         out["enum"] = [v for v in out.get("enum", [const]) if canonical(v) == canonical(const)]
     if "enum" in out and not isinstance(out["enum"], list):
         raise GrammarError("enum must be an array", pointer=f"{ptr}/enum")
-    for key, strict_key, pick in (("minimum", "exclusiveMinimum", max), ("maximum", "exclusiveMaximum", min)):
+    for key, strict_key in (("minimum", "exclusiveMinimum"), ("maximum", "exclusiveMaximum")):
         if isinstance(out.get(strict_key), bool) and out.pop(strict_key) and key in out:
             out[strict_key] = out.pop(key)
         if key in out:
@@ -131,17 +180,33 @@ def normalise(schema: object, ptr: str, doc: Document) -> dict:
     return out
 
 
-_OBJECT_KEYWORDS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas",
-                    "dependentRequired", "dependencies")
+_OBJECT_KEYWORDS = (
+    "properties",
+    "patternProperties",
+    "$defs",
+    "definitions",
+    "dependentSchemas",
+    "dependentRequired",
+    "dependencies",
+)
 _LIST_KEYWORDS = ("enum", "allOf", "anyOf", "oneOf", "prefixItems")
-_COUNT_KEYWORDS = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties",
-                   "minContains", "maxContains")
+_COUNT_KEYWORDS = (
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+    "minProperties",
+    "maxProperties",
+    "minContains",
+    "maxContains",
+)
 
 
 def _check_types(schema: dict, ptr: str) -> None:
     """A `GrammarError` for a keyword whose value has the wrong JSON type (checked before any use,
     so no malformed schema reaches the builder as a Python exception); counts such as `2.0`
     become ints."""
+
     def fail(key: str, what: str) -> GrammarError:
         return GrammarError(f"{key} must be {what}, not {_json_name(schema[key])}", pointer=f"{ptr}/{key}")
 
@@ -152,14 +217,21 @@ def _check_types(schema: dict, ptr: str) -> None:
         if key in schema and not isinstance(schema[key], list):
             raise fail(key, "an array")
     for key in _COUNT_KEYWORDS:
-        v = schema.get(key)
-        if key in schema and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
-                              or v < 0 or not float(v).is_integer()):
+        if key not in schema:
+            continue
+        v = schema[key]
+        if (
+            isinstance(v, bool)
+            or not isinstance(v, (int, float))
+            or not math.isfinite(v)
+            or v < 0
+            or not float(v).is_integer()
+        ):
             raise fail(key, "a non-negative integer")
-        if key in schema:
-            schema[key] = int(v)
-    if "required" in schema and not (isinstance(schema["required"], list)
-                                     and all(isinstance(n, str) for n in schema["required"])):
+        schema[key] = int(v)
+    if "required" in schema and not (
+        isinstance(schema["required"], list) and all(isinstance(n, str) for n in schema["required"])
+    ):
         raise fail("required", "an array of strings")
     for key in ("pattern", "format"):
         if key in schema and not isinstance(schema[key], str):
@@ -169,8 +241,10 @@ def _check_types(schema: dict, ptr: str) -> None:
     for key in ("enum", "const"):
         values = schema.get(key, []) if key == "enum" else [schema.get(key)]
         if key in schema and not all(_is_json_value(v) for v in values):
-            raise GrammarError(f"{key} holds a value that is not JSON (a set, bytes, tuple or a non-string "
-                               "object key)", pointer=f"{ptr}/{key}")
+            raise GrammarError(
+                f"{key} holds a value that is not JSON (a set, bytes, tuple or a non-string object key)",
+                pointer=f"{ptr}/{key}",
+            )
 
 
 def _is_json_value(value: object) -> bool:
@@ -200,8 +274,10 @@ def _conditionals(out: dict, ptr: str) -> None:
     if "if" in out:
         cond = out.pop("if")
         if not (_trivial(then) and _trivial(otherwise)):
-            out["_branches"] = [*out.get("_branches", []), (
-                "anyOf", [{"allOf": [cond, then]}, {"not": cond, "allOf": [otherwise]}], f"{ptr}/if")]
+            out["_branches"] = [
+                *out.get("_branches", []),
+                ("anyOf", [{"allOf": [cond, then]}, {"not": cond, "allOf": [otherwise]}], f"{ptr}/if"),
+            ]
     deps = []
     for key in ("dependencies", "dependentRequired", "dependentSchemas"):
         table = out.pop(key, {})
@@ -273,8 +349,9 @@ def _merge_objects(a: dict, b: dict, out: dict, ptr: str) -> None:
         out["properties"] = {n: _both(property_schema(a, n, ptr), property_schema(b, n, ptr)) for n in names}
     pa, pb = a.get("patternProperties", {}), b.get("patternProperties", {})
     if pa or pb:
-        if (pa and b.get("additionalProperties", True) is not True) or (pb and a.get("additionalProperties", True)
-                                                                         is not True):
+        if (pa and b.get("additionalProperties", True) is not True) or (
+            pb and a.get("additionalProperties", True) is not True
+        ):
             raise GrammarError("allOf merging patternProperties with additionalProperties", pointer=ptr)
         merged = dict(pa)
         for pattern, sub in pb.items():
@@ -291,7 +368,10 @@ def _merge_objects(a: dict, b: dict, out: dict, ptr: str) -> None:
 def _merge_arrays(a: dict, b: dict, out: dict) -> None:
     pa, pb = a.get("prefixItems", []), b.get("prefixItems", [])
     if pa or pb:
-        at = lambda s, p, i: p[i] if i < len(p) else s.get("items", True)
+
+        def at(s: dict, p: list, i: int) -> object:
+            return p[i] if i < len(p) else s.get("items", True)
+
         out["prefixItems"] = [_both(at(a, pa, i), at(b, pb, i)) for i in range(max(len(pa), len(pb)))]
     if "items" in a or "items" in b:
         out["items"] = _both(a.get("items", True), b.get("items", True))
@@ -321,13 +401,25 @@ def merge(a: dict, b: dict, ptr: str) -> dict:
             out[key] = x or y
         elif key in ("_branches", "_not", "_exclude", "allOf"):
             out[key] = [*x, *y]
-        elif key in ("properties", "patternProperties", "additionalProperties", "required", "propertyNames",
-                     "prefixItems", "items"):
+        elif key in (
+            "properties",
+            "patternProperties",
+            "additionalProperties",
+            "required",
+            "propertyNames",
+            "prefixItems",
+            "items",
+        ):
             continue
         elif x != y:
             raise GrammarError(f"allOf with two different {key!r} values cannot be merged exactly", pointer=ptr)
-    if set(a) & {"properties", "patternProperties", "additionalProperties", "required", "propertyNames"} or \
-            set(b) & {"properties", "patternProperties", "additionalProperties", "required", "propertyNames"}:
+    if set(a) & {"properties", "patternProperties", "additionalProperties", "required", "propertyNames"} or set(b) & {
+        "properties",
+        "patternProperties",
+        "additionalProperties",
+        "required",
+        "propertyNames",
+    }:
         _merge_objects(a, b, out, ptr)
     if set(a) & {"prefixItems", "items"} or set(b) & {"prefixItems", "items"}:
         _merge_arrays(a, b, out)

@@ -20,8 +20,11 @@ __all__ = ["Bounds", "digit_range", "integer_regex", "number_regex"]
 _DIGIT = rx.char_class([(0x30, 0x39)])
 _NONZERO = rx.char_class([(0x31, 0x39)])
 _INT = rx.alt(rx.literal("0"), rx.concat(_NONZERO, rx.star(_DIGIT)))
-_EXP = rx.concat(rx.char_class([(0x45, 0x45), (0x65, 0x65)]), rx.optional(rx.char_class([(0x2B, 0x2B), (0x2D, 0x2D)])),
-                 rx.plus(_DIGIT))
+_EXP = rx.concat(
+    rx.char_class([(0x45, 0x45), (0x65, 0x65)]),
+    rx.optional(rx.char_class([(0x2B, 0x2B), (0x2D, 0x2D)])),
+    rx.plus(_DIGIT),
+)
 _MINUS = rx.literal("-")
 
 
@@ -179,8 +182,15 @@ def _split(x: Fraction, pointer: str) -> tuple[int, str]:
     return whole, str(int(frac * 10**k)).zfill(k) if k else ""
 
 
-def _magnitudes(a: Fraction, a_strict: bool, b: Fraction | None, b_strict: bool, integer: bool,
-                decimals: int | None = None, pointer: str = "") -> rx.RegexNode:
+def _magnitudes(
+    a: Fraction,
+    a_strict: bool,
+    b: Fraction | None,
+    b_strict: bool,
+    integer: bool,
+    decimals: int | None = None,
+    pointer: str = "",
+) -> rx.RegexNode:
     """Unsigned decimals with value in the interval from a to b (>= 0; b None: unbounded); numbers
     with at most `decimals` significant fraction digits when it is set."""
     if integer:
@@ -193,8 +203,10 @@ def _magnitudes(a: Fraction, a_strict: bool, b: Fraction | None, b_strict: bool,
         whole_b, fb = _split(b, pointer)
         if whole_a == whole_b:
             return rx.concat(digit_range(whole_a, whole_a), _fraction(*_frac_between(fa, opa, fb, opb, decimals)))
-    parts = [rx.concat(digit_range(whole_a, whole_a), _fraction(*_frac_cmp(fa, opa, decimals))),
-             rx.concat(digit_range(whole_a + 1, None if b is None else whole_b - 1), _fraction(True, _ne_any(decimals)))]
+    parts = [
+        rx.concat(digit_range(whole_a, whole_a), _fraction(*_frac_cmp(fa, opa, decimals))),
+        rx.concat(digit_range(whole_a + 1, None if b is None else whole_b - 1), _fraction(True, _ne_any(decimals))),
+    ]
     if b is not None:
         parts.append(rx.concat(digit_range(whole_b, whole_b), _fraction(*_frac_cmp(fb, opb, decimals))))
     return rx.alt(*parts)
@@ -203,8 +215,10 @@ def _magnitudes(a: Fraction, a_strict: bool, b: Fraction | None, b_strict: bool,
 def number_regex(bounds: Bounds, *, integer: bool, pointer: str, decimals: int | None = None) -> rx.RegexNode:
     """JSON numbers (or integers, written without fraction or exponent) within `bounds`; numbers
     with at most `decimals` significant fraction digits (a multipleOf 10^-k) when it is set."""
+    lo: Fraction | None
+    hi: Fraction | None
     if integer:
-        lo, hi = bounds.int_bounds()
+        lo, hi = (None if v is None else Fraction(v) for v in bounds.int_bounds())
         lo_s = hi_s = False
     else:
         lo, hi = bounds.lo, bounds.hi
@@ -231,8 +245,11 @@ def number_regex(bounds: Bounds, *, integer: bool, pointer: str, decimals: int |
         a, a_s = (-hi, hi_s) if hi is not None and hi <= 0 else (0, False)
         if integer and a == 0 and not a_s:
             a, a_s = 0, True  # "-0" is not a canonical integer
-        parts.append(rx.concat(_MINUS, _magnitudes(Fraction(a), a_s, None if lo is None else -lo, lo_s, integer,
-                                                   decimals, pointer)))
+        parts.append(
+            rx.concat(
+                _MINUS, _magnitudes(Fraction(a), a_s, None if lo is None else -lo, lo_s, integer, decimals, pointer)
+            )
+        )
     return rx.alt(*parts)
 
 

@@ -36,15 +36,18 @@ _HEX_DIGITS = "0123456789abcdef"
 
 def _intersect(a: rx.CharClass, b: rx.CharClass) -> rx.CharClass:
     # A ∩ B = ¬(¬A ∪ ¬B)
-    return rx.char_class(rx.alt(rx.char_class(a.ranges, negate=True), rx.char_class(b.ranges, negate=True)).ranges,
-                         negate=True)
+    not_a, not_b = rx.char_class(a.ranges, negate=True), rx.char_class(b.ranges, negate=True)
+    return rx.char_class(not_a.ranges + not_b.ranges, negate=True)
 
 
 def _hex_digit(lo: int, hi: int) -> rx.RegexNode:
     spans = [(ord(_HEX_DIGITS[lo]), ord(_HEX_DIGITS[min(hi, 9)]))] if lo <= 9 else []
     if hi >= 10:
         a, b = max(lo, 10), hi
-        spans += [(ord(_HEX_DIGITS[a]), ord(_HEX_DIGITS[b])), (ord(_HEX_DIGITS[a].upper()), ord(_HEX_DIGITS[b].upper()))]
+        spans += [
+            (ord(_HEX_DIGITS[a]), ord(_HEX_DIGITS[b])),
+            (ord(_HEX_DIGITS[a].upper()), ord(_HEX_DIGITS[b].upper())),
+        ]
     return rx.char_class(spans)
 
 
@@ -72,8 +75,10 @@ def _u_escape(lo: int, hi: int) -> rx.RegexNode:
 def _astral(lo: int, hi: int) -> rx.RegexNode:
     """Surrogate-pair escapes of the code points [lo, hi] (all >= U+10000)."""
     (h1, l1), (h2, l2) = (divmod(lo - 0x10000, 0x400), divmod(hi - 0x10000, 0x400))
-    pair = lambda h_lo, h_hi, l_lo, l_hi: rx.concat(
-        _u_escape(0xD800 + h_lo, 0xD800 + h_hi), _u_escape(0xDC00 + l_lo, 0xDC00 + l_hi))
+
+    def pair(h_lo: int, h_hi: int, l_lo: int, l_hi: int) -> rx.RegexNode:
+        return rx.concat(_u_escape(0xD800 + h_lo, 0xD800 + h_hi), _u_escape(0xDC00 + l_lo, 0xDC00 + l_hi))
+
     if h1 == h2:
         return pair(h1, h1, l1, l2)
     parts = [pair(h1, h1, l1, 0x3FF)]
@@ -121,7 +126,8 @@ def length_bounds(node: rx.RegexNode) -> tuple[int, int | None]:
     if isinstance(node, rx.CharClass):
         return (1, 1) if node.ranges else (0, 0)
     if isinstance(node, rx.Concat):
-        lo, hi = 0, 0
+        lo = 0
+        hi: int | None = 0
         for item in node.items:
             a, b = length_bounds(item)
             lo += a
@@ -129,8 +135,8 @@ def length_bounds(node: rx.RegexNode) -> tuple[int, int | None]:
         return lo, hi
     if isinstance(node, rx.Alt):
         bounds = [length_bounds(i) for i in node.items]
-        his = [b for _, b in bounds]
-        return min(a for a, _ in bounds), None if None in his else max(his)
+        finite = [b for _, b in bounds if b is not None]
+        return min(a for a, _ in bounds), max(finite) if len(finite) == len(bounds) else None
     a, b = length_bounds(node.item)
     return a * node.min, None if node.max is None or b is None else b * node.max
 
@@ -153,9 +159,10 @@ def restrict_length(node: rx.RegexNode, lo: int, hi: int | None, pointer: str) -
             fixed = n_lo - rep.min
             new_min = max(rep.min, lo - fixed)
             new_max = rep.max if hi is None else (hi - fixed if rep.max is None else min(rep.max, hi - fixed))
-            return rx.concat(*items[:k], rx.repeat(rep.item, new_min, new_max), *items[k + 1:])
-    raise GrammarError("minLength/maxLength combined with this pattern or format cannot be enforced exactly",
-                       pointer=pointer)
+            return rx.concat(*items[:k], rx.repeat(rep.item, new_min, new_max), *items[k + 1 :])
+    raise GrammarError(
+        "minLength/maxLength combined with this pattern or format cannot be enforced exactly", pointer=pointer
+    )
 
 
 def _map_first(node: rx.RegexNode, first) -> rx.RegexNode:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 from grammask.errors import GrammarError
 from grammask.frontends.json_schema.normalise import (
@@ -22,8 +23,9 @@ __all__ = ["conforms"]
 Resolve = Callable[[object, str], dict]
 
 
-def conforms(value: object, schema: dict, ptr: str, resolve: Resolve) -> bool:
-    """Whether `value` is valid under the normalised `schema`; `resolve` normalises a subschema."""
+def conforms(value: Any, schema: dict, ptr: str, resolve: Resolve) -> bool:
+    """Whether `value` (any JSON value: its kind is read from `json_type`) is valid under the
+    normalised `schema`; `resolve` normalises a subschema."""
     if schema.get("_false"):
         return False
     t = json_type(value)
@@ -35,8 +37,12 @@ def conforms(value: object, schema: dict, ptr: str, resolve: Resolve) -> bool:
         return False
     if t in ("integer", "number"):
         x = number_value(value)
-        for key, ok in (("minimum", x.__ge__), ("maximum", x.__le__), ("exclusiveMinimum", x.__gt__),
-                        ("exclusiveMaximum", x.__lt__)):
+        for key, ok in (
+            ("minimum", x.__ge__),
+            ("maximum", x.__le__),
+            ("exclusiveMinimum", x.__gt__),
+            ("exclusiveMaximum", x.__lt__),
+        ):
             if key in schema and not ok(schema[key]):
                 return False
         if "multipleOf" in schema and (x / number_value(schema["multipleOf"])).denominator != 1:
@@ -81,8 +87,14 @@ def conforms(value: object, schema: dict, ptr: str, resolve: Resolve) -> bool:
     for sub, sub_ptr in schema.get("_not", []):
         if conforms(value, resolve(sub, sub_ptr), sub_ptr, resolve):
             return False
-    for key in ("if", "dependentRequired", "dependentSchemas", "dependencies", "unevaluatedProperties",
-                "unevaluatedItems"):
+    for key in (
+        "if",
+        "dependentRequired",
+        "dependentSchemas",
+        "dependencies",
+        "unevaluatedProperties",
+        "unevaluatedItems",
+    ):
         if key in schema:
             raise GrammarError(f"enum combined with {key}", pointer=f"{ptr}/{key}")
     return True
