@@ -61,23 +61,37 @@ class Grammar(ir.Grammar):
 
     @classmethod
     def from_json_schema(
-        cls, schema: dict | str | bool, *, whitespace: object = "flexible", lenient: bool = False,
-        strict: bool = False, limits: Limits = DEFAULT_LIMITS,
+        cls,
+        schema: dict | str | bool,
+        *,
+        whitespace: object = "flexible",
+        lenient: bool = False,
+        strict: bool = False,
+        limits: Limits = DEFAULT_LIMITS,
     ) -> Grammar:
         """JSON text valid under `schema` (see docs/json_schema.md for keywords and limits).
 
         With `strict`, a missing `additionalProperties` means false (OpenAI strict mode, XGrammar).
         `limits` bounds the rules built and, with `compile_timeout_s`, the time taken.
         """
-        return cls._adopt(grammar_from_json_schema(schema, whitespace=whitespace, lenient=lenient, strict=strict,
-                                                   limits=limits))
+        return cls._adopt(
+            grammar_from_json_schema(schema, whitespace=whitespace, lenient=lenient, strict=strict, limits=limits)
+        )
 
     @classmethod
-    def from_pydantic(cls, model: type, *, whitespace: object = "flexible", lenient: bool = False,
-                      strict: bool = False, limits: Limits = DEFAULT_LIMITS) -> Grammar:
+    def from_pydantic(
+        cls,
+        model: type,
+        *,
+        whitespace: object = "flexible",
+        lenient: bool = False,
+        strict: bool = False,
+        limits: Limits = DEFAULT_LIMITS,
+    ) -> Grammar:
         """JSON text valid for a pydantic model class (through its JSON Schema)."""
-        return cls._adopt(grammar_from_pydantic(model, whitespace=whitespace, lenient=lenient, strict=strict,
-                                                limits=limits))
+        return cls._adopt(
+            grammar_from_pydantic(model, whitespace=whitespace, lenient=lenient, strict=strict, limits=limits)
+        )
 
     @classmethod
     def from_structural_tag(cls, spec: dict | str, *, whitespace: object = "flexible", strict: bool = True) -> Grammar:

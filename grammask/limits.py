@@ -80,5 +80,6 @@ def check_deadline(where: str) -> None:
     (a rule, a DFA state), not per byte."""
     current = _DEADLINE.get()
     if current is not None and time.monotonic() > current[0]:
-        raise GrammarError(f"compiling took longer than Limits.compile_timeout_s={current[1]:g} s "
-                           f"(stopped while {where})")
+        raise GrammarError(
+            f"compiling took longer than Limits.compile_timeout_s={current[1]:g} s (stopped while {where})"
+        )

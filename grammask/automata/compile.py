@@ -77,9 +77,7 @@ def _build(node: rx.RegexNode, limits: Limits) -> ByteDFA:
         )
 
     def too_many_states() -> GrammarError:
-        return GrammarError(
-            f"regex needs a DFA with more than limits.max_dfa_states={limits.max_dfa_states} states"
-        )
+        return GrammarError(f"regex needs a DFA with more than limits.max_dfa_states={limits.max_dfa_states} states")
 
     check_deadline("building a lexeme's automaton")
     nfa = builder.build()
@@ -89,4 +87,3 @@ def _build(node: rx.RegexNode, limits: Limits) -> ByteDFA:
     if len(rows) > limits.max_dfa_states:
         raise too_many_states()
     return expand_utf8(rows, accepting, alphabet.atom_ranges, limits.max_dfa_states, too_many_states)
-

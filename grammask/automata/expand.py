@@ -157,9 +157,6 @@ def _template(slot_ranges: tuple[_Ranges, ...]) -> _Template:
 
     root = build(seqs)
     return _Template(
-        tuple(
-            (ranges, _RANGE_IDS.setdefault(ranges, len(_RANGE_IDS)), itemgetter(*refs))
-            for ranges, refs in nodes
-        ),
+        tuple((ranges, _RANGE_IDS.setdefault(ranges, len(_RANGE_IDS)), itemgetter(*refs)) for ranges, refs in nodes),
         root,
     )

@@ -74,8 +74,11 @@ class NFABuilder:
                 size = 1
             elif not children_done:
                 stack.append((node, True))
-                stack.extend((child, False) for child in (node.items if not isinstance(node, rx.Repeat)
-                                                          else (node.item,)) if id(child) not in cid)
+                stack.extend(
+                    (child, False)
+                    for child in (node.items if not isinstance(node, rx.Repeat) else (node.item,))
+                    if id(child) not in cid
+                )
                 continue
             elif isinstance(node, rx.Repeat):
                 item = cid[id(node.item)]

@@ -1,4 +1,4 @@
-"""Command line of `python -m grammask.bench {grammars,jsonschema}`.
+"""Command line of `python -m grammask.bench {grammars,jsonschema,batch}`.
 
 Both modes run grammask, llguidance and XGrammar in one process tree on the same data and the
 same Llama 3 vocabulary, one thread each, and print Markdown tables (ready for
@@ -43,6 +43,11 @@ def _parser() -> argparse.ArgumentParser:
     j.add_argument("--filter", default="", metavar="PREFIX", help="only files named PREFIX*")
     j.add_argument("--stride", type=int, default=1, metavar="K", help="every K-th file (a sample per category)")
     j.add_argument("--json-out", type=Path, metavar="FILE", help="write per-schema results as JSON here")
+    b = sub.add_parser("batch", parents=[common], help="one bitmask for a batch of rows with different schemas")
+    b.add_argument("folder", nargs="?", type=Path, default=_DEFAULT_MASKBENCH, help="folder of MaskBench files")
+    b.add_argument("--sizes", default="1,8,64", help="batch sizes, comma-separated (default 1,8,64)")
+    b.add_argument("--passes", type=int, default=3, help="passes over each row's tokens (default 3)")
+    b.add_argument("--stride", type=int, default=37, metavar="K", help="rows from every K-th file (default 37)")
     return parser
 
 
@@ -97,6 +102,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             token_bytes = grammask.Vocabulary.from_gguf(gguf).token_bytes
             cases = run_grammars(workers, tokenizer.encode, timeout=args.timeout, only=args.only)
             body = report_grammars(cases, engines, token_bytes)
+        elif args.mode == "batch":
+            from grammask.bench.batch import report_batch, run_batch
+            from grammask.bench.maskbench import list_files
+
+            sizes = [int(n) for n in args.sizes.split(",")]
+            files = list_files(args.folder, stride=args.stride)
+            batches = run_batch(
+                workers, files, tokenizer.encode, sizes=sizes, passes=args.passes, timeout=args.timeout * max(sizes)
+            )
+            body = report_batch(batches, engines)
         else:
             from grammask.bench.maskbench import list_files, report_maskbench, run_maskbench
 

@@ -73,6 +73,10 @@ class Engine(Protocol):
 
     def compile(self, fmt: str, source: Any) -> Compiled: ...
 
+    # One call that fills row i of an int32 [len(sessions), words] bitmask from sessions[i], the
+    # engine's own batch API where it has one.
+    def batch_filler(self, sessions: list[Any]) -> Callable[[np.ndarray], None]: ...
+
 
 def engine_available(name: str) -> bool:
     return name == "grammask" or importlib.util.find_spec(name) is not None
@@ -131,6 +135,9 @@ class _Grammask:
             raise CompileError(str(exc)) from None
         return _GrammaskCompiled(compiled)
 
+    def batch_filler(self, sessions: list[Any]) -> Callable[[np.ndarray], None]:
+        return self._grammask.BatchMatcher([s.matcher for s in sessions]).fill_bitmask
+
 
 class _GrammaskCompiled:
     def __init__(self, compiled: Any) -> None:
@@ -141,9 +148,10 @@ class _GrammaskCompiled:
 
 
 class _GrammaskSession:
-    __slots__ = ("advance", "_fill")
+    __slots__ = ("advance", "matcher", "_fill")
 
     def __init__(self, matcher: Any) -> None:
+        self.matcher = matcher
         self._fill = matcher.fill_bitmask
         self.advance = matcher.advance
 
@@ -175,6 +183,8 @@ class _LLGuidance:
 
         self._llg = llguidance
         self._fill_into = llguidance.numpy.fill_next_token_bitmask
+        self._fill_par = llguidance.numpy.fill_next_token_bitmask_par
+        self._executor = llguidance.LLExecutor(num_threads=1)
         self.version = metadata.version("llguidance")
         wrapper = llguidance.TokenizerWrapper(_TokenizerSource(vocab, encode))
         eos = sorted(int(t) for t in vocab.eos_ids)
@@ -197,6 +207,11 @@ class _LLGuidance:
             raise CompileError(matcher.get_error())
         return _LLGuidanceCompiled(matcher, self._fill_into)
 
+    def batch_filler(self, sessions: list[Any]) -> Callable[[np.ndarray], None]:
+        rows = [(s.matcher, i) for i, s in enumerate(sessions)]
+        executor, fill_par = self._executor, self._fill_par
+        return lambda bitmask: fill_par(executor, rows, bitmask)
+
 
 class _LLGuidanceCompiled:
     """A fresh matcher kept as a template; each session is a deep copy (building is compiling)."""
@@ -213,15 +228,15 @@ class _LLGuidanceCompiled:
 
 
 class _LLGuidanceSession:
-    __slots__ = ("advance", "_matcher", "_fill_into")
+    __slots__ = ("advance", "matcher", "_fill_into")
 
     def __init__(self, matcher: Any, fill_into: Callable[[Any, np.ndarray, int], None]) -> None:
-        self._matcher = matcher
+        self.matcher = matcher
         self._fill_into = fill_into
         self.advance = matcher.consume_token
 
     def fill(self, bitmask: np.ndarray) -> None:
-        self._fill_into(self._matcher, bitmask, 0)
+        self._fill_into(self.matcher, bitmask, 0)
 
 
 # XGrammar's EBNF parser refuses an empty first alternative (`ws ::= | " "`, as in llama.cpp's
@@ -259,6 +274,15 @@ class _XGrammar:
             raise CompileError(str(exc)) from None
         return _XGrammarCompiled(compiled, xgr.GrammarMatcher)
 
+    def batch_filler(self, sessions: list[Any]) -> Callable[[np.ndarray], None]:
+        fills = [s.fill_row for s in sessions]  # XGrammar's Python API fills one row per call
+
+        def fill(bitmask: np.ndarray) -> None:
+            for i, fill_row in enumerate(fills):
+                fill_row(bitmask, i)
+
+        return fill
+
 
 class _XGrammarCompiled:
     def __init__(self, compiled: Any, matcher_type: Any) -> None:
@@ -270,11 +294,11 @@ class _XGrammarCompiled:
 
 
 class _XGrammarSession:
-    __slots__ = ("advance", "_fill")
+    __slots__ = ("advance", "fill_row")
 
     def __init__(self, matcher: Any) -> None:
-        self._fill = matcher.fill_next_token_bitmask
+        self.fill_row = matcher.fill_next_token_bitmask
         self.advance = matcher.accept_token
 
     def fill(self, bitmask: np.ndarray) -> None:
-        self._fill(bitmask, 0)
+        self.fill_row(bitmask, 0)

@@ -41,7 +41,7 @@ def _trie_regex(node: dict) -> rx.RegexNode:
             continue
         chain = [c]
         while len(child) == 1 and "" not in child:  # follow a run without branches or ends
-            (c, child), = child.items()
+            ((c, child),) = child.items()
             chain.append(c)
         branches.append(rx.concat(rx.literal("".join(chain)), _trie_regex(child)))
     return rx.alt(*branches)

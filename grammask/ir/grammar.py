@@ -53,7 +53,6 @@ class Lex:
     _hash: int = field(init=False, repr=False, compare=False)
 
 
-
 @dataclass(frozen=True, slots=True)
 class Token:
     """Exactly one token, named by its text (a special token such as `<|python_tag|>`) or by id.
@@ -78,13 +77,11 @@ class Seq:
     _hash: int = field(init=False, repr=False, compare=False)
 
 
-
 @dataclass(frozen=True, slots=True)
 @cached_hash
 class Alt:
     items: tuple[Expr, ...]
     _hash: int = field(init=False, repr=False, compare=False)
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +93,6 @@ class Rep:
     min: int
     max: int | None
     _hash: int = field(init=False, repr=False, compare=False)
-
 
 
 Expr = Lex | Token | Ref | Seq | Alt | Rep

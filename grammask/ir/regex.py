@@ -57,7 +57,6 @@ class CharClass:
     nullable: bool = field(init=False, repr=False, compare=False, default=False)
 
 
-
 @dataclass(frozen=True, slots=True)
 @cached_hash
 class Concat:
@@ -73,7 +72,6 @@ class Concat:
         object.__setattr__(self, "nullable", all(i.nullable for i in self.items))
 
 
-
 @dataclass(frozen=True, slots=True)
 @cached_hash
 class Alt:
@@ -87,7 +85,6 @@ class Alt:
     def __post_init__(self) -> None:
         object.__setattr__(self, "size", 1 + sum(i.size for i in self.items))
         object.__setattr__(self, "nullable", any(i.nullable for i in self.items))
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +103,6 @@ class Repeat:
         copies = max(self.min, 1) if self.max is None else max(self.max, 1)
         object.__setattr__(self, "size", 1 + copies * self.item.size)
         object.__setattr__(self, "nullable", self.min == 0 or self.item.nullable)
-
 
 
 RegexNode = CharClass | Concat | Alt | Repeat
@@ -227,7 +223,7 @@ def words(texts: Iterable[str]) -> RegexNode:
         """The label and end of the edge from `ch`, through nodes with one way on."""
         label = [ch]
         while len(child) == 1 and "" not in child:
-            (ch, child), = child.items()
+            ((ch, child),) = child.items()
             label.append(ch)
         return "".join(label), child
 

@@ -25,8 +25,7 @@ def minimal_state_count(dfa: ByteDFA) -> int:
     while True:
         signatures: dict[tuple, int] = {}
         block = [
-            signatures.setdefault((block[s], *[block[t] for t in row]), len(signatures))
-            for s, row in enumerate(table)
+            signatures.setdefault((block[s], *[block[t] for t in row]), len(signatures)) for s, row in enumerate(table)
         ]
         if len(signatures) == count:
             return count
@@ -41,6 +40,7 @@ def reachable_count(dfa: ByteDFA) -> int:
             seen.add(t)
             stack.append(t)
     return len(seen)
+
 
 HEX = rx.char_class([(ord("0"), ord("9")), (ord("a"), ord("f")), (ord("A"), ord("F"))])
 WS = rx.repeat(rx.char_class([(9, 10), (13, 13), (32, 32)]), 0, 20)

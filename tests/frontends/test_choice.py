@@ -41,9 +41,7 @@ def test_prefixes_of_options_can_be_extended():
 
 def test_shared_prefixes_are_factored():
     grammar = grammar_from_choice(["yes", "yesterday", "no"])
-    expected = rx.alt(
-        rx.concat(rx.literal("yes"), rx.alt(rx.EMPTY, rx.literal("terday"))), rx.literal("no")
-    )
+    expected = rx.alt(rx.concat(rx.literal("yes"), rx.alt(rx.EMPTY, rx.literal("terday"))), rx.literal("no"))
     assert grammar.rules == {"root": g.lex(expected)}
     assert grammar == grammask.Grammar.choice(["yes", "yesterday", "no"])
 

@@ -41,8 +41,11 @@ def random_walks(grammar: Grammar, seed: int, count: int = 3, steps: int = 60) -
         for _ in range(steps):
             if config.accepting and rng.random() < 0.15:
                 break
-            options = [(b, nxt) for b in rng.sample(WALK_BYTES, len(WALK_BYTES))
-                       if (nxt := parser.step_bytes(config, bytes([b]))) is not None and not nxt.is_dead]
+            options = [
+                (b, nxt)
+                for b in rng.sample(WALK_BYTES, len(WALK_BYTES))
+                if (nxt := parser.step_bytes(config, bytes([b]))) is not None and not nxt.is_dead
+            ]
             if not options:
                 break
             byte, config = options[0]
@@ -65,43 +68,78 @@ def compile_within_deadline(make) -> Grammar | None:
 
 # -- JSON Schema -----------------------------------------------------------------------------------
 
-_scalars = st.one_of(st.none(), st.booleans(), st.integers(-20, 20), st.sampled_from(["", "a", "ab", "b1"]),
-                     st.sampled_from([0.5, -1.25, 2.0]))
-_values = st.recursive(_scalars, lambda inner: st.one_of(st.lists(inner, max_size=3),
-                                                         st.dictionaries(st.sampled_from("abc"), inner, max_size=3)),
-                       max_leaves=6)
+_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-20, 20),
+    st.sampled_from(["", "a", "ab", "b1"]),
+    st.sampled_from([0.5, -1.25, 2.0]),
+)
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.sampled_from("abc"), inner, max_size=3)),
+    max_leaves=6,
+)
 _counts = st.integers(0, 3)
 
 
 def _schemas() -> st.SearchStrategy[dict]:
-    leaf = st.fixed_dictionaries({}, optional={
-        "type": st.sampled_from(["null", "boolean", "integer", "number", "string", "array", "object",
-                                 ["integer", "string"], ["null", "object"]]),
-        "enum": st.lists(_values, min_size=1, max_size=4),
-        "const": _values,
-        "minimum": st.integers(-5, 5), "maximum": st.integers(-5, 5),
-        "exclusiveMinimum": st.sampled_from([-2, 0, 1.5]), "exclusiveMaximum": st.sampled_from([0, 3, 2.5]),
-        "multipleOf": st.sampled_from([1, 2, 3, 0.5]),
-        "minLength": _counts, "maxLength": _counts,
-        "pattern": st.sampled_from(["^a", "b$", "^[ab]*$", "1"]),
-        "format": st.sampled_from(["date", "ipv4", "uuid", "email"]),
-        "required": st.lists(st.sampled_from("abc"), max_size=2, unique=True),
-        "minProperties": _counts, "maxProperties": _counts,
-        "minItems": _counts, "maxItems": _counts, "uniqueItems": st.booleans(),
-        "unevaluatedProperties": st.booleans(), "unevaluatedItems": st.booleans(),
-        "contains": st.sampled_from([{"type": "integer"}, {"const": "a"}]),
-        "minContains": st.integers(0, 2), "maxContains": st.integers(0, 2),
-    })
+    leaf = st.fixed_dictionaries(
+        {},
+        optional={
+            "type": st.sampled_from(
+                [
+                    "null",
+                    "boolean",
+                    "integer",
+                    "number",
+                    "string",
+                    "array",
+                    "object",
+                    ["integer", "string"],
+                    ["null", "object"],
+                ]
+            ),
+            "enum": st.lists(_values, min_size=1, max_size=4),
+            "const": _values,
+            "minimum": st.integers(-5, 5),
+            "maximum": st.integers(-5, 5),
+            "exclusiveMinimum": st.sampled_from([-2, 0, 1.5]),
+            "exclusiveMaximum": st.sampled_from([0, 3, 2.5]),
+            "multipleOf": st.sampled_from([1, 2, 3, 0.5]),
+            "minLength": _counts,
+            "maxLength": _counts,
+            "pattern": st.sampled_from(["^a", "b$", "^[ab]*$", "1"]),
+            "format": st.sampled_from(["date", "ipv4", "uuid", "email"]),
+            "required": st.lists(st.sampled_from("abc"), max_size=2, unique=True),
+            "minProperties": _counts,
+            "maxProperties": _counts,
+            "minItems": _counts,
+            "maxItems": _counts,
+            "uniqueItems": st.booleans(),
+            "unevaluatedProperties": st.booleans(),
+            "unevaluatedItems": st.booleans(),
+            "contains": st.sampled_from([{"type": "integer"}, {"const": "a"}]),
+            "minContains": st.integers(0, 2),
+            "maxContains": st.integers(0, 2),
+        },
+    )
 
     def extend(inner: st.SearchStrategy[dict]) -> st.SearchStrategy[dict]:
         return st.one_of(
-            st.builds(lambda base, props, extra: {**base, "properties": props, "additionalProperties": extra},
-                      leaf, st.dictionaries(st.sampled_from("abc"), inner, max_size=3),
-                      st.one_of(st.booleans(), inner)),
+            st.builds(
+                lambda base, props, extra: {**base, "properties": props, "additionalProperties": extra},
+                leaf,
+                st.dictionaries(st.sampled_from("abc"), inner, max_size=3),
+                st.one_of(st.booleans(), inner),
+            ),
             st.builds(lambda base, items: {**base, "items": items}, leaf, inner),
             st.builds(lambda base, prefix: {**base, "prefixItems": prefix}, leaf, st.lists(inner, max_size=2)),
-            st.builds(lambda kind, subs: {kind: subs}, st.sampled_from(["anyOf", "oneOf", "allOf"]),
-                      st.lists(inner, min_size=1, max_size=3)),
+            st.builds(
+                lambda kind, subs: {kind: subs},
+                st.sampled_from(["anyOf", "oneOf", "allOf"]),
+                st.lists(inner, min_size=1, max_size=3),
+            ),
             st.builds(lambda base, sub: {**base, "not": sub}, leaf, inner),
         )
 
@@ -129,15 +167,22 @@ def test_json_schema_fuzz(schema, candidates, seed):
 
 # -- regexes and GBNF from the same random tree ----------------------------------------------------
 
+
 def _trees() -> st.SearchStrategy[tuple]:
-    leaf = st.one_of(st.tuples(st.just("lit"), st.sampled_from("abc1")),
-                     st.tuples(st.just("class"), st.sampled_from(["ab", "a-c", "0-9", "^a"])),
-                     st.tuples(st.just("any")))
-    return st.recursive(leaf, lambda inner: st.one_of(
-        st.tuples(st.just("seq"), st.lists(inner, min_size=2, max_size=3)),
-        st.tuples(st.just("alt"), st.lists(inner, min_size=2, max_size=3)),
-        st.tuples(st.just("rep"), inner, st.sampled_from([(0, None), (1, None), (0, 1), (2, 3), (1, 2)])),
-    ), max_leaves=8)
+    leaf = st.one_of(
+        st.tuples(st.just("lit"), st.sampled_from("abc1")),
+        st.tuples(st.just("class"), st.sampled_from(["ab", "a-c", "0-9", "^a"])),
+        st.tuples(st.just("any")),
+    )
+    return st.recursive(
+        leaf,
+        lambda inner: st.one_of(
+            st.tuples(st.just("seq"), st.lists(inner, min_size=2, max_size=3)),
+            st.tuples(st.just("alt"), st.lists(inner, min_size=2, max_size=3)),
+            st.tuples(st.just("rep"), inner, st.sampled_from([(0, None), (1, None), (0, 1), (2, 3), (1, 2)])),
+        ),
+        max_leaves=8,
+    )
 
 
 def _as_regex(tree: tuple) -> str:

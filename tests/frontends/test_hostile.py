@@ -33,8 +33,11 @@ def compiled(make) -> Grammar:
 def _nested(kind: str, depth: int) -> dict:
     schema: dict = {"type": "integer"}
     for _ in range(depth):
-        schema = ({"type": "object", "properties": {"a": schema}, "required": ["a"]} if kind == "object"
-                  else {"type": "array", "items": schema})
+        schema = (
+            {"type": "object", "properties": {"a": schema}, "required": ["a"]}
+            if kind == "object"
+            else {"type": "array", "items": schema}
+        )
     return schema
 
 
@@ -69,12 +72,15 @@ def test_300_properties(required):
     assert accepts(grammar, json.dumps({"p7": 1}).encode()) != required
 
 
-@pytest.mark.parametrize(("bounds", "inside", "outside"), [
-    # values clear of the bound: jsonschema compares with the float nearest 1e308, not 10**308
-    ({"minimum": 1e308}, ["2" + "0" * 308, "1" + "0" * 309], ["9" * 307, "1e307"]),
-    ({"minimum": 1e250, "maximum": 1e251}, ["1" + "0" * 250 + ".5"], ["1" + "0" * 249]),
-    ({"exclusiveMinimum": 0, "maximum": 1e-300}, ["0." + "0" * 299 + "1"], ["0." + "0" * 299 + "2", "0"]),
-])
+@pytest.mark.parametrize(
+    ("bounds", "inside", "outside"),
+    [
+        # values clear of the bound: jsonschema compares with the float nearest 1e308, not 10**308
+        ({"minimum": 1e308}, ["2" + "0" * 308, "1" + "0" * 309], ["9" * 307, "1e307"]),
+        ({"minimum": 1e250, "maximum": 1e251}, ["1" + "0" * 250 + ".5"], ["1" + "0" * 249]),
+        ({"exclusiveMinimum": 0, "maximum": 1e-300}, ["0." + "0" * 299 + "1"], ["0." + "0" * 299 + "2", "0"]),
+    ],
+)
 def test_extreme_numeric_bounds(bounds, inside, outside):
     schema = {"type": "number", **bounds}
     grammar = compiled(lambda: Grammar.from_json_schema(schema))
@@ -89,12 +95,16 @@ def test_extreme_numeric_bounds(bounds, inside, outside):
 WORDS = [f"w{i}x" for i in range(10_000)]
 
 
-@pytest.mark.parametrize("make", [
-    lambda: Grammar.from_regex("|".join(WORDS)),
-    lambda: Grammar.from_ebnf("root ::= " + " | ".join(json.dumps(w) for w in WORDS) + "\n"),
-    lambda: Grammar.from_lark("start: " + " | ".join(json.dumps(w) for w in WORDS) + "\n"),
-    lambda: Grammar.choice(WORDS),
-], ids=["regex", "gbnf", "lark", "choice"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: Grammar.from_regex("|".join(WORDS)),
+        lambda: Grammar.from_ebnf("root ::= " + " | ".join(json.dumps(w) for w in WORDS) + "\n"),
+        lambda: Grammar.from_lark("start: " + " | ".join(json.dumps(w) for w in WORDS) + "\n"),
+        lambda: Grammar.choice(WORDS),
+    ],
+    ids=["regex", "gbnf", "lark", "choice"],
+)
 def test_10000_word_alternations(make):
     grammar = compiled(make)
     assert accepts(grammar, b"w9999x") and accepts(grammar, b"w0x")
@@ -125,11 +135,15 @@ def test_gbnf_rule_chains():
     assert accepts(grammar, b"a" * 10_000 + b"b") and not accepts(grammar, b"a" * 9_999 + b"b")
 
 
-@pytest.mark.parametrize("make", [
-    lambda: Grammar.from_ebnf("root ::= " + "(" * 2000 + '"a"' + ")" * 2000 + "\n"),
-    lambda: Grammar.from_lark("start: " + "(" * 2000 + '"a"' + ")" * 2000 + "\n"),
-    lambda: Grammar.from_regex("(" * 2000 + "a" + ")" * 2000),
-], ids=["gbnf", "lark", "regex"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: Grammar.from_ebnf("root ::= " + "(" * 2000 + '"a"' + ")" * 2000 + "\n"),
+        lambda: Grammar.from_lark("start: " + "(" * 2000 + '"a"' + ")" * 2000 + "\n"),
+        lambda: Grammar.from_regex("(" * 2000 + "a" + ")" * 2000),
+    ],
+    ids=["gbnf", "lark", "regex"],
+)
 def test_deep_groups_are_refused_by_name(make):
     with pytest.raises(GrammarError, match="nested"):
         make()
@@ -145,26 +159,40 @@ def test_deadline_stops_a_slow_compile():
     with pytest.raises(GrammarError, match="compile_timeout_s"):
         Grammar.from_json_schema({"type": "object", "properties": {f"p{i}": {} for i in range(50)}}, limits=tight)
     with pytest.raises(GrammarError, match="compile_timeout_s"), deadline(tight):
-        normalise(Grammar.from_ebnf("root ::= " + " ".join(f"r{i}" for i in range(300)) + "\n"
-                                    + "".join(f'r{i} ::= "a" | r{i + 1}\n' for i in range(300)) + 'r300 ::= "b"\n'))
+        normalise(
+            Grammar.from_ebnf(
+                "root ::= "
+                + " ".join(f"r{i}" for i in range(300))
+                + "\n"
+                + "".join(f'r{i} ::= "a" | r{i + 1}\n' for i in range(300))
+                + 'r300 ::= "b"\n'
+            )
+        )
 
 
 # -- soundness -------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("schema", [
-    {"type": "object", "minProperties": 2},
-    {"type": "object", "properties": {"a": {}}, "minProperties": 3},
-])
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "minProperties": 2},
+        {"type": "object", "properties": {"a": {}}, "minProperties": 3},
+    ],
+)
 def test_min_properties_over_repeatable_keys_is_refused(schema):
     with pytest.raises(GrammarError, match="minProperties"):
         Grammar.from_json_schema(schema)
 
 
-@pytest.mark.parametrize("schema", [
-    {"type": "object", "properties": {"a": {}, "b": {}}, "required": ["a"], "minProperties": 2},
-    {"type": "object", "properties": {"a": {}, "b": {}}, "minProperties": 2, "additionalProperties": False},
-    {"type": "object", "properties": {"a": {}}, "maxProperties": 1},
-])
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "properties": {"a": {}, "b": {}}, "required": ["a"], "minProperties": 2},
+        {"type": "object", "properties": {"a": {}, "b": {}}, "minProperties": 2, "additionalProperties": False},
+        {"type": "object", "properties": {"a": {}}, "maxProperties": 1},
+    ],
+)
 def test_declared_keys_never_repeat(schema):
     grammar = Grammar.from_json_schema(schema)
     validator = jsonschema.Draft202012Validator(schema)
@@ -187,35 +215,45 @@ def test_nan_and_infinity_are_never_written(bad):
 
 # -- wrong types -----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("schema", "fragment"), [
-    ({"enum": {1, 2}}, "enum must be an array"),
-    ({"enum": b"ab"}, "enum must be an array"),
-    ({"enum": {"a": 1}}, "enum must be an array"),
-    ({"enum": [b"x"]}, "not JSON"),
-    ({"const": {1, 2}}, "not JSON"),
-    ({"enum": [{1: "a"}]}, "not JSON"),
-    ({"properties": [1, 2]}, "properties must be an object"),
-    ({"patternProperties": []}, "patternProperties must be an object"),
-    ({"required": "a"}, "required must be an array of strings"),
-    ({"required": [1]}, "required must be an array of strings"),
-    ({"minProperties": "x"}, "non-negative integer"),
-    ({"maxItems": -1}, "non-negative integer"),
-    ({"minItems": 1.5}, "non-negative integer"),
-    ({"pattern": 3}, "pattern must be a string"),
-    ({"format": 3}, "format must be a string"),
-    ({"allOf": {}}, "allOf must be an array"),
-    ({"uniqueItems": "yes"}, "uniqueItems must be a boolean"),
-    ({"minimum": math.inf}, "minimum must be a number"),
-])
+
+@pytest.mark.parametrize(
+    ("schema", "fragment"),
+    [
+        ({"enum": {1, 2}}, "enum must be an array"),
+        ({"enum": b"ab"}, "enum must be an array"),
+        ({"enum": {"a": 1}}, "enum must be an array"),
+        ({"enum": [b"x"]}, "not JSON"),
+        ({"const": {1, 2}}, "not JSON"),
+        ({"enum": [{1: "a"}]}, "not JSON"),
+        ({"properties": [1, 2]}, "properties must be an object"),
+        ({"patternProperties": []}, "patternProperties must be an object"),
+        ({"required": "a"}, "required must be an array of strings"),
+        ({"required": [1]}, "required must be an array of strings"),
+        ({"minProperties": "x"}, "non-negative integer"),
+        ({"maxItems": -1}, "non-negative integer"),
+        ({"minItems": 1.5}, "non-negative integer"),
+        ({"pattern": 3}, "pattern must be a string"),
+        ({"format": 3}, "format must be a string"),
+        ({"allOf": {}}, "allOf must be an array"),
+        ({"uniqueItems": "yes"}, "uniqueItems must be a boolean"),
+        ({"minimum": math.inf}, "minimum must be a number"),
+    ],
+)
 def test_wrong_keyword_types_are_grammar_errors(schema, fragment):
     with pytest.raises(GrammarError, match=fragment):
         Grammar.from_json_schema(schema)
 
 
-@pytest.mark.parametrize("make", [
-    lambda: Grammar.from_regex(3), lambda: Grammar.from_regex(None), lambda: Grammar.from_ebnf(b"root ::= 'a'"),
-    lambda: Grammar.from_lark(b"start: 'a'"),
-], ids=["regex-int", "regex-none", "gbnf-bytes", "lark-bytes"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: Grammar.from_regex(3),
+        lambda: Grammar.from_regex(None),
+        lambda: Grammar.from_ebnf(b"root ::= 'a'"),
+        lambda: Grammar.from_lark(b"start: 'a'"),
+    ],
+    ids=["regex-int", "regex-none", "gbnf-bytes", "lark-bytes"],
+)
 def test_non_text_grammars_are_type_errors(make):
     with pytest.raises(TypeError, match="must be a str"):
         make()

@@ -50,22 +50,33 @@ string : ESCAPED_STRING
 # (grammar, texts it accepts, texts it rejects)
 CASES = [
     (CALCULATOR, ["1+2", " 1 + 2 * ( x - 3 ) ", "1.5e3*x2 ", "--4", "a/b/c"], ["1 +", "1 2", "", "(1", "X"]),
-    (JSON,
-     ['{"a": [1, -2.5e3, true, null], "b": {}}', " [ ] ", '"q\\"uote"', "\n{\n}\n", "-0.5"],
-     ['{"a" 1}', "[1,]", '"a\nb"', "tru e", '"\\"', "{,}"]),
+    (
+        JSON,
+        ['{"a": [1, -2.5e3, true, null], "b": {}}', " [ ] ", '"q\\"uote"', "\n{\n}\n", "-0.5"],
+        ['{"a" 1}', "[1,]", '"a\nb"', "tru e", '"\\"', "{,}"],
+    ),
     # literals, ranges, optional brackets, groups and repetitions
-    ('start: "a".."c" ["-"] ("x" | "yz")+ DIGITS?\nDIGITS: "0".."9"~2..3',
-     ["a-x", "cyzx12", "bx123"], ["d-x", "a-", "ax1", "ax1234"]),
+    (
+        'start: "a".."c" ["-"] ("x" | "yz")+ DIGITS?\nDIGITS: "0".."9"~2..3',
+        ["a-x", "cyzx12", "bx123"],
+        ["d-x", "a-", "ax1", "ax1234"],
+    ),
     ('start: "ab"~3', ["ababab"], ["abab", "abababab"]),
     ('start: ("x" "y"?)* "!"', ["!", "xyx!", "xxx!"], ["y!", "x"]),
     # terminals built from terminals, priorities, modifiers and underscores
-    ('start: _WORD ("," _WORD)*\n_WORD.2: LETTER+\nLETTER: "a".."z"\n!_keep.-1: "k"',
-     ["abc", "a,bc,d"], ["a,", ",a", "A"]),
+    (
+        'start: _WORD ("," _WORD)*\n_WORD.2: LETTER+\nLETTER: "a".."z"\n!_keep.-1: "k"',
+        ["abc", "a,bc,d"],
+        ["a,", ",a", "A"],
+    ),
     # string escapes as Lark reads them: \n, \t, \\, \", \x, \u; other backslashes stay
     (r'start: "\n\t\\\"\x41\u00e9\d"', ['\n\t\\"Aé\\d'], ['\n\t\\"Aé\n']),
     # regexps: escapes, the s and x flags, an escaped slash
-    (r"start: /\d+(\.\d+)?/ SEP /a.b/s SEP /a.b/" + "\nSEP: \"|\"",
-     ["1|a\nb|a-b", "1.25|axb|acb"], ["1.|axb|acb", "1|axb|a\nb"]),
+    (
+        r"start: /\d+(\.\d+)?/ SEP /a.b/s SEP /a.b/" + '\nSEP: "|"',
+        ["1|a\nb|a-b", "1.25|axb|acb"],
+        ["1.|axb|acb", "1|axb|a\nb"],
+    ),
     ("start: / a b+ # letters\n  [0-9] /x", ["ab7", "abbb0"], ["a b7", "ab"]),
     (r"start: /a\/b/", ["a/b"], ["a\\/b"]),
     # the ignored terminal goes between terminals, never inside one
@@ -100,7 +111,7 @@ def test_ir_is_built_from_trees():
 
 
 def test_special_tokens():
-    grammar = grammar_from_lark('start: <|python_tag|> NAME <[128009]>\nNAME: /[a-z]+/')
+    grammar = grammar_from_lark("start: <|python_tag|> NAME <[128009]>\nNAME: /[a-z]+/")
     assert grammar.rules["start"] == g.seq(
         g.token("<|python_tag|>"), g.lex(rx.plus(rx.char_class([(97, 122)]))), g.token(128009)
     )
@@ -167,9 +178,9 @@ ERROR_CASES = [
     ('start: pair{"a"}', "templates", "{"),
     ('_sep{x}: x ","\nstart: "a"', "templates", "{"),
     ("%declare NAME\nstart: NAME", "%declare is not supported", "%declare"),
-    ("%override start: \"b\"\nstart: \"a\"", "%override is not supported", "%override"),
-    ("%extend start: \"b\"\nstart: \"a\"", "%extend is not supported", "%extend"),
-    ("%include x\nstart: \"a\"", "unknown directive %include", "%include"),
+    ('%override start: "b"\nstart: "a"', "%override is not supported", "%override"),
+    ('%extend start: "b"\nstart: "a"', "%extend is not supported", "%extend"),
+    ('%include x\nstart: "a"', "unknown directive %include", "%include"),
     ('%import python.NAME\nstart: "a"', "only the 'common' library", "%import"),
     ('%import .local.NAME\nstart: "a"', "module path", "."),
     ('%import common.FOO\nstart: "a"', "common has no terminal 'FOO'", "%import"),

@@ -23,8 +23,13 @@ def _imports(path: Path) -> set[str]:
     """The first component after `grammask.` of every grammask import in a module."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        names = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
-            [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        names = (
+            [node.module or ""]
+            if isinstance(node, ast.ImportFrom)
+            else [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else []
+        )
         found |= {name.split(".")[1] for name in names if name.startswith("grammask.")}
     return found
 

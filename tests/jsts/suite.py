@@ -75,11 +75,13 @@ def run_suite() -> dict[str, dict[str, int]]:
     return {name: run_file(path) for name, path in suite_files()}
 
 
-def totals(figures: dict[str, dict[str, int]], prefix: str | None = None, exclude: str | None = None
-           ) -> dict[str, int]:
+def totals(figures: dict[str, dict[str, int]], prefix: str | None = None, exclude: str | None = None) -> dict[str, int]:
     """Sums over the files whose name starts with `prefix` (and not with `exclude`)."""
-    names = [n for n in figures if (prefix is None or n.startswith(prefix))
-             and (exclude is None or not n.startswith(exclude))]
+    names = [
+        n
+        for n in figures
+        if (prefix is None or n.startswith(prefix)) and (exclude is None or not n.startswith(exclude))
+    ]
     return {f: sum(figures[n][f] for n in names) for f in _FIELDS}
 
 

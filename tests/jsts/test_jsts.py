@@ -21,8 +21,11 @@ def test_no_file_regresses(figures):
     worse = []
     for name, row in figures.items():
         was = baseline.get(name, {"groups": row["groups"], "compiled": 0, "false_accepts": 0, "false_rejects": 0})
-        if row["compiled"] < was["compiled"] or row["false_accepts"] > was["false_accepts"] or \
-                row["false_rejects"] > was["false_rejects"]:
+        if (
+            row["compiled"] < was["compiled"]
+            or row["false_accepts"] > was["false_accepts"]
+            or row["false_rejects"] > was["false_rejects"]
+        ):
             worse.append(f"{name}: {row} (baseline {was})")
     assert not worse, "JSON-Schema-Test-Suite regressions:\n" + "\n".join(worse)
 

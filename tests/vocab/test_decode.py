@@ -12,7 +12,6 @@ from grammask.vocab.decode import (
 )
 from grammask.vocab.gguf import read_gguf_metadata
 
-
 TO_BYTE = {ch: b for b, ch in byte_level_alphabet().items()}
 
 

@@ -15,8 +15,19 @@ __all__ = ["Document", "draft_of", "escape_pointer"]
 
 _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies")
 _SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
-_SCHEMA_ONE = ("additionalProperties", "items", "additionalItems", "contains", "propertyNames", "not", "if", "then",
-               "else", "unevaluatedItems", "unevaluatedProperties")
+_SCHEMA_ONE = (
+    "additionalProperties",
+    "items",
+    "additionalItems",
+    "contains",
+    "propertyNames",
+    "not",
+    "if",
+    "then",
+    "else",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+)
 
 
 def draft_of(schema: object) -> int:
@@ -82,8 +93,11 @@ class Document:
             for key in _SCHEMA_MAPS:
                 if isinstance(out.get(key), dict):
                     out[key] = {n: dict(sub) if isinstance(sub, dict) else sub for n, sub in out[key].items()}
-                    stack += [(sub, f"{ptr}/{key}/{escape_pointer(n)}") for n, sub in out[key].items()
-                              if isinstance(sub, dict)]
+                    stack += [
+                        (sub, f"{ptr}/{key}/{escape_pointer(n)}")
+                        for n, sub in out[key].items()
+                        if isinstance(sub, dict)
+                    ]
         return root
 
     def _index(self, root: object, ptr: str, base: str) -> None:
@@ -110,8 +124,9 @@ class Document:
         """The pointer of the schema that `ref`, met at `ptr`, refers to."""
         uri, fragment = urldefrag(urljoin(self.bases.get(ptr, ""), ref))
         if uri not in self.resources:
-            raise GrammarError(f"$ref {ref!r} refers outside this schema document (remote refs are not fetched)",
-                               pointer=ptr)
+            raise GrammarError(
+                f"$ref {ref!r} refers outside this schema document (remote refs are not fetched)", pointer=ptr
+            )
         if fragment and not fragment.startswith("/"):
             if f"{uri}#{fragment}" not in self.anchors:
                 raise GrammarError(f"$ref {ref!r}: no $anchor or $id named {fragment!r}", pointer=ptr)

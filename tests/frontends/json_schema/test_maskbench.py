@@ -46,8 +46,10 @@ def test_maskbench_instances_agree_with_labels():
         for test, ok in zip(case["tests"], verdicts, strict=True):
             if ok != test["valid"]:
                 (wrong_rejects if test["valid"] else wrong_accepts).append(f"{path.name}: {test['description']}")
-    print(f"\ncompiled {compiled}/{compiled + sum(errors.values())}; wrong rejects {len(wrong_rejects)}, "
-          f"wrong accepts {len(wrong_accepts)}")
+    print(
+        f"\ncompiled {compiled}/{compiled + sum(errors.values())}; wrong rejects {len(wrong_rejects)}, "
+        f"wrong accepts {len(wrong_accepts)}"
+    )
     for reason, n in errors.most_common():
         print(f"{n:5d}  {reason}")
     assert not wrong_accepts, wrong_accepts[:20]

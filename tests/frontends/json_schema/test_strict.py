@@ -12,22 +12,38 @@ from grammask.engine.recognize import accepts
 from grammask.errors import GrammarError
 
 CASES = [
-    ({"type": "object", "properties": {"a": {"type": "integer"}}},
-     [{}, {"a": 1}, {"a": 1, "b": 2}, {"b": 2}]),
-    ({"type": "object", "properties": {"a": {"type": "object", "properties": {"x": {"type": "null"}}}},
-      "required": ["a"]},
-     [{"a": {}}, {"a": {"x": None}}, {"a": {"x": None, "y": 1}}, {"a": {}, "z": 0}]),
-    ({"type": "object", "patternProperties": {"^x-": {"type": "integer"}}},
-     [{"x-a": 1}, {"y": 1}, {"x-a": "s"}]),
+    ({"type": "object", "properties": {"a": {"type": "integer"}}}, [{}, {"a": 1}, {"a": 1, "b": 2}, {"b": 2}]),
+    (
+        {
+            "type": "object",
+            "properties": {"a": {"type": "object", "properties": {"x": {"type": "null"}}}},
+            "required": ["a"],
+        },
+        [{"a": {}}, {"a": {"x": None}}, {"a": {"x": None, "y": 1}}, {"a": {}, "z": 0}],
+    ),
+    ({"type": "object", "patternProperties": {"^x-": {"type": "integer"}}}, [{"x-a": 1}, {"y": 1}, {"x-a": "s"}]),
     # declared additionalProperties is kept as written
-    ({"type": "object", "properties": {"a": {}}, "additionalProperties": {"type": "string"}},
-     [{"a": 1, "b": "s"}, {"b": 1}]),
+    (
+        {"type": "object", "properties": {"a": {}}, "additionalProperties": {"type": "string"}},
+        [{"a": 1, "b": "s"}, {"b": 1}],
+    ),
     ({"type": "object", "properties": {"a": {}}, "additionalProperties": True}, [{"a": 1, "b": 2}]),
     # allOf parts each declare one property: the merged object allows both
-    ({"allOf": [{"properties": {"a": {"type": "integer"}}}, {"properties": {"b": {"type": "integer"}}}],
-      "type": "object"}, [{"a": 1, "b": 2}, {"a": 1, "c": 3}]),
-    ({"$defs": {"p": {"type": "object", "properties": {"n": {"type": "integer"}}}},
-      "type": "array", "items": {"$ref": "#/$defs/p"}}, [[{"n": 1}], [{"n": 1, "m": 2}]]),
+    (
+        {
+            "allOf": [{"properties": {"a": {"type": "integer"}}}, {"properties": {"b": {"type": "integer"}}}],
+            "type": "object",
+        },
+        [{"a": 1, "b": 2}, {"a": 1, "c": 3}],
+    ),
+    (
+        {
+            "$defs": {"p": {"type": "object", "properties": {"n": {"type": "integer"}}}},
+            "type": "array",
+            "items": {"$ref": "#/$defs/p"},
+        },
+        [[{"n": 1}], [{"n": 1, "m": 2}]],
+    ),
     ({"enum": [{"a": 1}, {"a": 1, "b": 2}], "properties": {"a": {}}}, [{"a": 1}, {"a": 1, "b": 2}]),
 ]
 
@@ -71,8 +87,9 @@ def test_strict_required_but_undeclared_is_unsatisfiable():
 
 
 def test_strict_whitespace_and_pydantic():
-    grammar = Grammar.from_json_schema({"type": "object", "properties": {"a": {"type": "integer"}}},
-                                       strict=True, whitespace="compact")
+    grammar = Grammar.from_json_schema(
+        {"type": "object", "properties": {"a": {"type": "integer"}}}, strict=True, whitespace="compact"
+    )
     assert accepts(grammar, b'{"a":1}') and not accepts(grammar, b'{"a": 1}') and not accepts(grammar, b'{"b":1}')
     pydantic = pytest.importorskip("pydantic")
 
