@@ -4,6 +4,8 @@ Runs in the vLLM environment (scripts/test_vllm.sh); skipped where vLLM is not i
 """
 
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -110,6 +112,10 @@ def test_grammask_in_sys_modules_survives_vllm_cpu_kernel_scan():
     """vLLM's CPU worker scans every loaded module's objects at start (`_rebind_kernels`), and the
     plugin loads grammask in every vLLM process: nothing grammask imports may break that scan (an
     eagerly imported numba does: llvmlite's `ffi.lib` answers `__dict__` with a function wrapper)."""
-    from vllm.triton_utils.dispatcher import _rebind_kernels
-
-    _rebind_kernels([])
+    # A fresh process, as a vLLM worker starts: the plugin has loaded grammask, no mask yet.
+    code = (
+        "import grammask.integrations.vllm\n"
+        "from vllm.triton_utils.dispatcher import _rebind_kernels\n"
+        "_rebind_kernels([])\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=300)
