@@ -57,8 +57,8 @@ class CompiledGrammar:
 
     @property
     def nbytes(self) -> int:
-        """Memory held by this grammar's caches and lexer (estimated for Python objects)."""
-        return self.cache.nbytes + self.parser.lexer.nbytes
+        """Memory held by this grammar's caches, parser states and lexer (estimated for Python objects)."""
+        return self.cache.nbytes + self.parser.nbytes + self.parser.lexer.nbytes
 
 
 def _token_ids(bnf: BNF, vocab: Vocabulary) -> list[tuple[int, ...]]:

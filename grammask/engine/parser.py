@@ -37,6 +37,11 @@ from grammask.lru import OBJECT_BYTES, LRUCache
 
 __all__ = ["Config", "EarleySet", "Parser"]
 
+#: Estimated bytes of one Earley item (a tuple, its hash-table slots in the set and its index) and
+#: of one Earley set or config object with its tables, for `Parser.nbytes`.
+_ITEM_BYTES = 250
+_STATE_BYTES = 600
+
 # An Earley item: (production, dot, origin). Origin None means "the set that holds this item".
 Item = tuple[int, int, "EarleySet | None"]
 
@@ -134,6 +139,12 @@ class Parser:
         self._init_prediction()
         self.root = self._make_set({(0, 0, None)})
         self.initial = self.config_after_set(self.root)
+
+    @property
+    def nbytes(self) -> int:
+        """Estimated memory of the hash-consed Earley sets and configs (items, their indexes)."""
+        items = sum(len(earley_set.items) for earley_set in list(self._sets.values()))
+        return _ITEM_BYTES * items + _STATE_BYTES * (len(self._sets) + len(self._configs))
 
     # -- grammar analysis -------------------------------------------------------------------------
 
