@@ -133,6 +133,7 @@ class Parser:
         self._dfas: dict[int, ByteDFA] = {}
         self.lexer = Lexer(self.dfa, limits)
         self._sets: dict[tuple[frozenset[Item], bool], EarleySet] = {}
+        self._set_items = 0  # items of the sets in `_sets`, for `nbytes`
         self._configs: dict[tuple[frozenset[tuple[EarleySet, int]], bool], Config] = {}
         self._lock = threading.Lock()
         self.placeholder = _placeholder()
@@ -143,8 +144,7 @@ class Parser:
     @property
     def nbytes(self) -> int:
         """Estimated memory of the hash-consed Earley sets and configs (items, their indexes)."""
-        items = sum(len(earley_set.items) for earley_set in list(self._sets.values()))
-        return _ITEM_BYTES * items + _STATE_BYTES * (len(self._sets) + len(self._configs))
+        return _ITEM_BYTES * self._set_items + _STATE_BYTES * (len(self._sets) + len(self._configs))
 
     # -- grammar analysis -------------------------------------------------------------------------
 
@@ -236,14 +236,21 @@ class Parser:
                     items.add((p2, d2, None))
                 if nullable[s]:
                     stack.append((p, dot + 1, origin))
-        key = (frozenset(items), tainted)
+        return self._intern_set(frozenset(items), tainted)
+
+    def _intern_set(self, items: frozenset[Item], tainted: bool) -> EarleySet:
+        """The one set object with these items (hash-consing, within `max_parser_states`)."""
+        key = (items, tainted)
         found = self._sets.get(key)
         if found is None:
-            found = EarleySet(key[0], self, tainted)
+            found = EarleySet(items, self, tainted)
             with self._lock:
                 if len(self._sets) >= self.limits.max_parser_states:
                     self._sets.clear()  # sets in use stay valid; only sharing is lost
+                    self._set_items = 0
                 found = self._sets.setdefault(key, found)
+                if found.items is items:
+                    self._set_items += len(items)
         return found
 
     def complete(self, earley_set: EarleySet, terminals: tuple[int, ...]) -> EarleySet:
@@ -275,12 +282,7 @@ class Parser:
             if items == earley_set.items:
                 found = earley_set
             else:
-                key = (items, earley_set.tainted)
-                found = self._sets.get(key)
-                if found is None:
-                    found = EarleySet(items, self, earley_set.tainted)
-                    with self._lock:
-                        found = self._sets.setdefault(key, found)
+                found = self._intern_set(items, earley_set.tainted)
                 found.abstract = found
             earley_set.abstract = found
         return found
