@@ -14,6 +14,7 @@ import sys
 import tarfile
 import tempfile
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 __all__ = ["cache_dir", "json_schema_test_suite_dir", "llama_cpp_vendor_dir", "smollm2_gguf_path", "vocab_gguf_path"]
@@ -48,23 +49,15 @@ def llama_cpp_vendor_dir() -> Path:
     """`vendor/llama.cpp` of the llama-cpp-python sdist: `models/ggml-vocab-*.gguf` with their
     `.inp`/`.out` tokenization vectors, and `grammars/*.gbnf`."""
     target = cache_dir() / "llama.cpp"
-    if (target / "models").is_dir() and (target / "grammars").is_dir():
-        return target
-    with tempfile.TemporaryDirectory() as tmp:
-        archive = _pip_download(LLAMA_CPP_PYTHON, Path(tmp), sdist=True)
-        staging = Path(tmp) / "out"
-        with tarfile.open(archive) as tar:
-            for member in tar.getmembers():
-                parts = Path(member.name).parts
-                if "vendor" in parts and member.isfile():
-                    rel = Path(*parts[parts.index("vendor") + 2 :])
-                    if rel.parts and rel.parts[0] in ("models", "grammars") and len(rel.parts) == 2:
-                        data = tar.extractfile(member)
-                        assert data is not None
-                        (staging / rel).parent.mkdir(parents=True, exist_ok=True)
-                        (staging / rel).write_bytes(data.read())
-        shutil.rmtree(target, ignore_errors=True)
-        shutil.move(str(staging), target)
+    if not ((target / "models").is_dir() and (target / "grammars").is_dir()):
+
+        def select(parts: tuple[str, ...]) -> Path | None:
+            if "vendor" not in parts:
+                return None
+            rel = Path(*parts[parts.index("vendor") + 2 :])
+            return rel if rel.parts and rel.parts[0] in ("models", "grammars") and len(rel.parts) == 2 else None
+
+        _unpack_sdist(LLAMA_CPP_PYTHON, target, select)
     return target
 
 
@@ -72,22 +65,30 @@ def json_schema_test_suite_dir() -> Path:
     """`json/tests` of the jsonschema sdist: the JSON-Schema-Test-Suite, one folder per draft
     (`draft2020-12/*.json`, `draft2020-12/optional/format/*.json`, ...)."""
     target = cache_dir() / "json-schema-test-suite"
-    if (target / "draft2020-12").is_dir():
-        return target
+    if not (target / "draft2020-12").is_dir():
+        _unpack_sdist(
+            JSONSCHEMA_SDIST, target, lambda parts: Path(*parts[3:]) if parts[1:3] == ("json", "tests") else None
+        )
+    return target
+
+
+def _unpack_sdist(requirement: str, target: Path, select: Callable[[tuple[str, ...]], Path | None]) -> None:
+    """Download `requirement`'s sdist and unpack into `target` the files `select` maps (from the
+    archive path's parts) to a path inside it; `target` is replaced whole, never left half-written."""
     with tempfile.TemporaryDirectory() as tmp:
-        archive = _pip_download(JSONSCHEMA_SDIST, Path(tmp), sdist=True)
+        archive = _pip_download(requirement, Path(tmp), sdist=True)
         staging = Path(tmp) / "out"
         with tarfile.open(archive) as tar:
             for member in tar.getmembers():
-                parts = Path(member.name).parts
-                if parts[1:3] == ("json", "tests") and member.isfile():
-                    data = tar.extractfile(member)
-                    assert data is not None
-                    (staging / Path(*parts[3:])).parent.mkdir(parents=True, exist_ok=True)
-                    (staging / Path(*parts[3:])).write_bytes(data.read())
+                rel = select(Path(member.name).parts) if member.isfile() else None
+                if rel is None:
+                    continue
+                data = tar.extractfile(member)
+                assert data is not None
+                (staging / rel).parent.mkdir(parents=True, exist_ok=True)
+                (staging / rel).write_bytes(data.read())
         shutil.rmtree(target, ignore_errors=True)
         shutil.move(str(staging), target)
-    return target
 
 
 def vocab_gguf_path(name: str) -> Path:
