@@ -7,6 +7,7 @@ any additional properties. Arrays follow `prefixItems` then `items`. Each state 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import math
@@ -46,9 +47,12 @@ LEXEME_REPEAT_MAX = 64
 MAX_SCHEMA_DEPTH = 1000
 #: Most alternatives that distributing nested anyOf/oneOf over each other may create.
 MAX_BRANCH_PRODUCT = 1024
-#: Keywords that constrain but are never enforced; each is an error (or, leniently, a warning).
-#: Read where they are written, on the flattened schema (see the note above `Builder._contains`).
+#: Settled into additionalProperties/items where their annotations are known (`settle`).
 _UNEVALUATED = ("unevaluatedProperties", "unevaluatedItems")
+#: Most anyOf branches next to unevaluated* that are expanded into one option per set of passing
+#: branches (2**n - 1 options); more are read one branch at a time (stricter).
+ANYOF_SUBSETS_MAX = 4
+#: Keywords that constrain but are never enforced; each is an error (or, leniently, a warning).
 _UNSUPPORTED = ("$dynamicRef", "$recursiveRef")
 #: Most negations one schema may expand (a guard against recursive `not` of `$ref`).
 MAX_NEGATIONS = 4096
@@ -126,6 +130,31 @@ def _ranges_disjoint(a: dict, b: dict) -> bool:
     return False
 
 
+def _pending(s: dict) -> bool:
+    """Whether `s` holds an unevaluatedProperties/unevaluatedItems not yet settled."""
+    return any(key in s for key in _UNEVALUATED)
+
+
+def settle(s: dict) -> dict:
+    """`s` with unevaluatedProperties/unevaluatedItems turned into additionalProperties/items.
+
+    Exact once every in-place applicator whose annotations they see (`$ref`, `allOf`, the chosen
+    `anyOf`/`oneOf`/`if` branch) is merged into `s`, and before any `not` is (a `not` evaluates
+    nothing): a merged schema declares exactly the union of what its parts evaluate (a part with
+    additionalProperties/items evaluates everything), so what it leaves undeclared is unevaluated.
+    Items `contains` matches are evaluated too: an item past the prefix satisfies contains or the
+    unevaluatedItems schema.
+    """
+    s = dict(s)
+    if "unevaluatedProperties" in s:
+        s.setdefault("additionalProperties", s.pop("unevaluatedProperties"))
+    if "unevaluatedItems" in s:
+        rest = s.pop("unevaluatedItems")
+        if "items" not in s:
+            s["items"] = {"anyOf": [s["contains"], rest]} if "contains" in s and not _is_true(rest) else rest
+    return s
+
+
 def _unconstraining(key: str, value: object) -> bool:
     """Whether the keyword, as written, constrains nothing (so its negation is empty)."""
     if key in ("additionalProperties", "items", "propertyNames", "contains"):
@@ -190,12 +219,18 @@ class Builder:
 
     def part(self, s: dict, ptr: str) -> dict:
         """A flattened schema about to be merged into a larger one (an `allOf` part, a `$ref`
-        target, an `anyOf`/`oneOf` branch). Its unevaluated* keywords would then see its cousins'
-        properties and items as evaluated, which they are not: unsupported."""
-        for key in _UNEVALUATED:
-            if key in s and not _is_true(s[key]):
-                self.unsupported(f"{key} inside an allOf part, $ref target or anyOf/oneOf branch", ptr)
-        return {k: v for k, v in s.items() if k not in _UNEVALUATED}
+        target, an `anyOf`/`oneOf` branch). Its unevaluated* keywords see its own annotations, not
+        its cousins': they are settled on the part alone, unless its own branches are still open."""
+        if not _pending(s):
+            return s
+        if s.get("_branches"):
+            self.unsupported(
+                "unevaluatedProperties/unevaluatedItems next to anyOf/oneOf/if inside an allOf part, "
+                "$ref target or anyOf/oneOf branch",
+                ptr,
+            )
+            return {k: v for k, v in s.items() if k not in _UNEVALUATED}
+        return settle(s)
 
     def _resolver(self, schema: object, ptr: str) -> dict:
         return self.closed(self.flatten(schema, ptr))
@@ -252,13 +287,11 @@ class Builder:
             s = {}
         if s.get("_false"):
             return g.FAIL
+        if _pending(s):
+            if s.get("_branches"):
+                return self._branch(s, ptr, depth)  # the chosen branches' annotations first
+            s = settle(s)  # before folding `not`, whose keywords evaluate nothing
         if s.get("_not"):
-            if any(key in s and not _is_true(s[key]) for key in _UNEVALUATED):
-                # Folding merges the negation's keywords in, but `not` evaluates nothing.
-                self.unsupported(
-                    "unevaluatedProperties/unevaluatedItems next to not (or if/else, or an overlapping oneOf)", ptr
-                )
-                s = {k: v for k, v in s.items() if k not in _UNEVALUATED}
             s = self._fold_not(s)
             if s.get("_false"):
                 return g.FAIL
@@ -329,10 +362,15 @@ class Builder:
         base = {k: v for k, v in s.items() if k != "_branches"}
         if rest:
             base["_branches"] = rest
-        options = [
-            (i, merge(base, self.part(self.flatten(sub, f"{bptr}/{i}"), f"{bptr}/{i}"), bptr))
-            for i, sub in enumerate(subs)
-        ]
+        parts = [self.part(self.flatten(sub, f"{bptr}/{i}"), f"{bptr}/{i}") for i, sub in enumerate(subs)]
+        if kind == "anyOf" and _pending(s) and 1 < len(parts) <= ANYOF_SUBSETS_MAX:
+            # Every passing branch's annotations count: one option per set of branches passing
+            # together (an instance accepted through a set passes at least those, so it is exact).
+            parts = [
+                functools.reduce(lambda a, b: merge(a, b, bptr), (p for i, p in enumerate(parts) if mask >> i & 1))
+                for mask in range(1, 2 ** len(parts))
+            ]
+        options = [(i, merge(base, part, bptr)) for i, part in enumerate(parts)]
         options = [(i, o) for i, o in options if not o.get("_false")]
         self._branches += len(options)
         if self._branches > MAX_BRANCH_PRODUCT:
@@ -412,14 +450,16 @@ class Builder:
             raise GrammarError("too many nested negations", pointer=ptr)
         if n.get("_false"):
             return [{}]
+        if _pending(n):
+            if n.get("_branches"):
+                raise GrammarError("the negation of unevaluated* next to anyOf/oneOf/if has no exact form", pointer=ptr)
+            n = settle(n)
         out: list[dict] = []
         if "type" in n:
             t = set(n["type"]) | ({"integer"} if "number" in n["type"] else set())
+            out.append({"type": sorted(ALL_TYPES - t - ({"number"} if "integer" in t else set()))})
             if "integer" in t and "number" not in t and "number" in context:
-                raise GrammarError("not: {type: integer} on numbers (non-integer numbers)", pointer=ptr)
-            out.append(
-                {"type": sorted(ALL_TYPES - t - ({"number"} if "number" not in t and "integer" in t else set()))}
-            )
+                out.append({"type": ["number"], "_nonint": True})  # the numbers that are not integers
         if "enum" in n:
             out.append({"_exclude": n["enum"]})
         if "_exclude" in n:
@@ -446,9 +486,36 @@ class Builder:
                     out.append({"allOf": [{"not": sub} for sub in subs]})
             elif key == "_not":
                 out += [sub for sub, _ in value]
+            elif key == "_nonint":
+                out.append({"type": ["integer"]})
+            elif key in ("prefixItems", "items", "additionalProperties"):
+                out += self._negate_members(n, key, ptr)
             elif key not in ("type", "enum", "_exclude") and not _unconstraining(key, value):
                 raise GrammarError(f"the negation of {key!r} has no exact form", pointer=ptr)
         return out
+
+    def _negate_members(self, n: dict, key: str, ptr: str) -> list[dict]:
+        """The complement of `prefixItems`, `items` or `additionalProperties` (on arrays/objects):
+        some item or property that fails its schema, where that has a finite form."""
+        if key == "prefixItems":
+            return [
+                {"type": ["array"], "minItems": i + 1, "prefixItems": [*[True] * i, {"not": sub}]}
+                for i, sub in enumerate(n["prefixItems"])
+                if not _is_true(sub)
+            ]
+        value = n[key]
+        if _is_true(value):
+            return []
+        empty = value is False or bool(self.flatten(value, f"{ptr}/{key}").get("_false"))
+        if key == "items":
+            start = len(n.get("prefixItems", []))
+            if empty:
+                return [{"type": ["array"], "minItems": start + 1}]
+            if start == 0:
+                return [{"type": ["array"], "contains": {"not": value}}]
+        elif empty and not n.get("properties") and not n.get("patternProperties"):
+            return [{"type": ["object"], "minProperties": 1}]
+        raise GrammarError(f"the negation of {key!r} has no exact form", pointer=ptr)
 
     # -- scalars -----------------------------------------------------------------------------
 
@@ -482,12 +549,15 @@ class Builder:
     def number(self, s: dict, ptr: str, *, integer: bool) -> g.Expr:
         bounds = _bounds(s)
         decimals = None
+        fractional = bool(s.get("_nonint"))
         if "multipleOf" in s:
             step = s["multipleOf"]
             if isinstance(step, bool) or not isinstance(step, (int, float)) or step <= 0:
                 raise GrammarError("multipleOf must be a positive number", pointer=f"{ptr}/multipleOf")
             step = number_value(step)
             if step.denominator == 1 and (integer or step >= 1):
+                if fractional:
+                    return g.FAIL  # multiples of an integer step are integers
                 if step != 1:
                     return self._exclude_numbers(self._multiples(int(step), bounds, ptr), s, ptr, integer=True)
                 integer = True
@@ -502,14 +572,14 @@ class Builder:
                 # x ≠ v is x < v ∨ x > v: the range cut at each excluded value, every spelling of v out.
                 return g.alt(
                     *(
-                        g.lex(number_regex(piece, integer=False, pointer=ptr))
+                        g.lex(number_regex(piece, integer=False, pointer=ptr, fractional=fractional))
                         for piece in self._cut(bounds, self._excluded_numbers(s, bounds))
                     )
                 )
-            expr = g.lex(number_regex(bounds, integer=integer, pointer=ptr, decimals=decimals))
+            expr = g.lex(number_regex(bounds, integer=integer, pointer=ptr, decimals=decimals, fractional=fractional))
         except GrammarError as exc:
             self.unsupported(exc.reason, ptr)
-            expr = g.lex(number_regex(Bounds(), integer=integer, pointer=ptr))
+            expr = g.lex(number_regex(Bounds(), integer=integer, pointer=ptr, fractional=fractional))
         return self._exclude_numbers(expr, s, ptr, integer=integer)
 
     @staticmethod
@@ -638,13 +708,6 @@ class Builder:
     def array(self, s: dict, ptr: str, depth: int) -> g.Expr:
         if not self._container_depth_ok(depth):
             return g.FAIL
-        if "unevaluatedItems" in s:
-            s = dict(s)
-            unevaluated = s.pop("unevaluatedItems")
-            if "contains" in s and not _is_true(unevaluated):
-                self.unsupported("unevaluatedItems together with contains", f"{ptr}/unevaluatedItems")
-            elif "items" not in s:
-                s["items"] = unevaluated  # see the note above `_contains`
         lo, hi = s.get("minItems", 0), s.get("maxItems")
         if hi is not None and hi < max(lo, 1):
             return g.lex(self.ws.empty("[]")) if hi == 0 == lo else g.FAIL
@@ -682,13 +745,6 @@ class Builder:
         if hi is not None and hi < lo:
             return g.FAIL
         return g.alt(g.lex(self.ws.empty("[]")), body) if lo == 0 else body
-
-    # unevaluatedProperties/unevaluatedItems read on the flattened schema. `$ref`,
-    # `allOf`, the chosen `anyOf`/`oneOf` branch and a passing `if` are merged into it, so what it
-    # declares is what was evaluated: the unevaluated keyword becomes `additionalProperties` (or
-    # `items`) unless that is already there (then everything was evaluated). Under `anyOf`, other
-    # branches that also pass would evaluate more: treating their properties as unevaluated is
-    # stricter, never looser.
 
     def _contains(self, s: dict, ptr: str, depth: int, items: object, rest: g.Expr, comma: g.Expr) -> g.Expr:
         """An array with between minContains (default 1) and maxContains items matching `contains`.
@@ -777,10 +833,6 @@ class Builder:
     def object(self, s: dict, ptr: str, depth: int) -> g.Expr:
         if not self._container_depth_ok(depth):
             return g.FAIL
-        if "unevaluatedProperties" in s:
-            s = dict(s)
-            unevaluated = s.pop("unevaluatedProperties")
-            s.setdefault("additionalProperties", unevaluated)  # see the note above `_contains`
         s = self.closed(s)
         declared = list(s.get("properties", {}))
         required = list(dict.fromkeys(s.get("required", [])))

@@ -3,9 +3,10 @@
 A normalised schema is a dict with 2020-12 keywords, `enum` in place of `const`, numeric exclusive
 bounds as numbers, `prefixItems`/`items` for arrays, and `"_false": True` for a schema nothing
 satisfies. `anyOf`/`oneOf` become `_branches` entries `(kind, subschemas, pointer)`; `if`/`then`/
-`else`, `dependencies`, `dependentRequired` and `dependentSchemas` become `anyOf` entries there too
-(`(if ∧ then) ∨ (¬if ∧ else)`, `¬a ∨ (a ∧ deps)`); `not` becomes `_not` entries `(subschema,
-pointer)`; `_exclude` lists values the instance must differ from (the negation of an `enum`).
+`else`, `dependencies`, `dependentRequired` and `dependentSchemas` become entries of kind "if" there
+(an anyOf of exclusive branches: `(if ∧ then) ∨ (¬if ∧ else)`, `¬a ∨ (a ∧ deps)`); `not` becomes
+`_not` entries `(subschema, pointer)`; `_exclude` lists values the instance must differ from (the
+negation of an `enum`); `_nonint` keeps only non-integer numbers (the negation of `type: integer`).
 Merging intersects keyword by keyword; property-wise it keeps each object's own
 `additionalProperties` meaning (a property one side does not declare gets that side's additional
 or pattern schema), and the merged `properties` order is the first schema's followed by the new
@@ -79,6 +80,7 @@ KEYWORDS = frozenset(
         "_branches",
         "_not",
         "_exclude",
+        "_nonint",
     }
 )
 
@@ -269,15 +271,23 @@ def _json_name(value: object) -> str:
 
 
 def _conditionals(out: dict, ptr: str) -> None:
-    """`if`/`then`/`else` and the dependency keywords as `anyOf` branches (each exact)."""
+    """`if`/`then`/`else` and the dependency keywords as branches of kind "if": an anyOf whose
+    branches exclude each other by construction (each exact).
+
+    Next to unevaluated*, an `if` without `then`/`else` still counts: its annotations are seen
+    when it passes. `cond ∨ true` says so without negating `cond` (an instance that passes `cond`
+    may take either branch, the first with its annotations).
+    """
     then, otherwise = out.pop("then", True), out.pop("else", True)
     if "if" in out:
         cond = out.pop("if")
         if not (_trivial(then) and _trivial(otherwise)):
             out["_branches"] = [
                 *out.get("_branches", []),
-                ("anyOf", [{"allOf": [cond, then]}, {"not": cond, "allOf": [otherwise]}], f"{ptr}/if"),
+                ("if", [{"allOf": [cond, then]}, {"not": cond, "allOf": [otherwise]}], f"{ptr}/if"),
             ]
+        elif ("unevaluatedProperties" in out or "unevaluatedItems" in out) and not _trivial(cond):
+            out["_branches"] = [*out.get("_branches", []), ("if", [cond, True], f"{ptr}/if")]
     deps = []
     for key in ("dependencies", "dependentRequired", "dependentSchemas"):
         table = out.pop(key, {})
@@ -289,9 +299,9 @@ def _conditionals(out: dict, ptr: str) -> None:
                 if not all(isinstance(n, str) for n in dep):
                     raise GrammarError(f"{key} lists must hold property names", pointer=dptr)
                 if dep:
-                    deps.append(("anyOf", [{"properties": {name: False}}, {"required": [name, *dep]}], dptr))
+                    deps.append(("if", [{"properties": {name: False}}, {"required": [name, *dep]}], dptr))
             elif not _trivial(dep):
-                deps.append(("anyOf", [{"properties": {name: False}}, {"required": [name], "allOf": [dep]}], dptr))
+                deps.append(("if", [{"properties": {name: False}}, {"required": [name], "allOf": [dep]}], dptr))
     if deps:
         out["_branches"] = [*out.get("_branches", []), *deps]
 
@@ -307,6 +317,8 @@ def types_of(schema: dict) -> frozenset[str]:
     types = set(schema.get("type", ALL_TYPES))
     if "number" in types:
         types.add("integer")
+    if schema.get("_nonint"):
+        types.discard("integer")
     if "enum" in schema:
         types &= {json_type(v) for v in schema["enum"]} | ({"integer"} if "number" in types else set())
         enum_types = {json_type(v) for v in schema["enum"]}

@@ -190,31 +190,40 @@ def _magnitudes(
     integer: bool,
     decimals: int | None = None,
     pointer: str = "",
+    fractional: bool = False,
 ) -> rx.RegexNode:
     """Unsigned decimals with value in the interval from a to b (>= 0; b None: unbounded); numbers
-    with at most `decimals` significant fraction digits when it is set."""
+    with at most `decimals` significant fraction digits when it is set; with `fractional`, only
+    non-integers (a fraction with a nonzero digit)."""
     if integer:
         lo = int(a) + 1 if a_strict else int(a)
         hi = None if b is None else (int(b) - 1 if b_strict else int(b))
         return digit_range(lo, hi)
     opa, opb = ("gt" if a_strict else "ge"), ("lt" if b_strict else "le")
     whole_a, fa = _split(a, pointer)
+    if fractional and not fa:
+        opa = "gt"  # the fraction is above .0 at the low end too
     if b is not None:
         whole_b, fb = _split(b, pointer)
         if whole_a == whole_b:
             return rx.concat(digit_range(whole_a, whole_a), _fraction(*_frac_between(fa, opa, fb, opb, decimals)))
+    middle = _frac_cmp("", "gt", decimals) if fractional else (True, _ne_any(decimals))
     parts = [
         rx.concat(digit_range(whole_a, whole_a), _fraction(*_frac_cmp(fa, opa, decimals))),
-        rx.concat(digit_range(whole_a + 1, None if b is None else whole_b - 1), _fraction(True, _ne_any(decimals))),
+        rx.concat(digit_range(whole_a + 1, None if b is None else whole_b - 1), _fraction(*middle)),
     ]
     if b is not None:
-        parts.append(rx.concat(digit_range(whole_b, whole_b), _fraction(*_frac_cmp(fb, opb, decimals))))
+        top = _frac_between("", "gt", fb, opb, decimals) if fractional else _frac_cmp(fb, opb, decimals)
+        parts.append(rx.concat(digit_range(whole_b, whole_b), _fraction(*top)))
     return rx.alt(*parts)
 
 
-def number_regex(bounds: Bounds, *, integer: bool, pointer: str, decimals: int | None = None) -> rx.RegexNode:
+def number_regex(
+    bounds: Bounds, *, integer: bool, pointer: str, decimals: int | None = None, fractional: bool = False
+) -> rx.RegexNode:
     """JSON numbers (or integers, written without fraction or exponent) within `bounds`; numbers
-    with at most `decimals` significant fraction digits (a multipleOf 10^-k) when it is set."""
+    with at most `decimals` significant fraction digits (a multipleOf 10^-k) when it is set;
+    with `fractional`, only non-integers, written without exponent (`not: {type: integer}`)."""
     lo: Fraction | None
     hi: Fraction | None
     if integer:
@@ -224,8 +233,10 @@ def number_regex(bounds: Bounds, *, integer: bool, pointer: str, decimals: int |
         lo, hi = bounds.lo, bounds.hi
         lo_s, hi_s = bounds.lo_strict, bounds.hi_strict
         if lo is None and hi is None and decimals is None:
+            if fractional:
+                return rx.concat(rx.optional(_MINUS), _INT, _FRAC_NONZERO)
             return rx.concat(rx.optional(_MINUS), _INT, _FRAC_ANY, rx.optional(_EXP))
-        if (lo, hi) in ((0, None), (None, 0)) and decimals is None:
+        if (lo, hi) in ((0, None), (None, 0)) and decimals is None and not fractional:
             # Only the sign matters, so exponents stay exact.
             strict = lo_s if lo == 0 else hi_s
             positive = rx.concat(digit_range(0, None), _FRAC_ANY, rx.optional(_EXP))
@@ -239,7 +250,7 @@ def number_regex(bounds: Bounds, *, integer: bool, pointer: str, decimals: int |
     if hi is None or hi > 0 or (hi == 0 and not hi_s):
         # Non-negative side: magnitudes from max(lo, 0) to hi.
         a, a_s = (lo, lo_s) if lo is not None and lo >= 0 else (0, False)
-        parts.append(_magnitudes(Fraction(a), a_s, hi, hi_s, integer, decimals, pointer))
+        parts.append(_magnitudes(Fraction(a), a_s, hi, hi_s, integer, decimals, pointer, fractional))
     if lo is None or lo < 0 or (lo == 0 and not lo_s and not integer):
         # Negative side ("-0" included for numbers): magnitudes from max(-hi, 0) to -lo.
         a, a_s = (-hi, hi_s) if hi is not None and hi <= 0 else (0, False)
@@ -247,7 +258,10 @@ def number_regex(bounds: Bounds, *, integer: bool, pointer: str, decimals: int |
             a, a_s = 0, True  # "-0" is not a canonical integer
         parts.append(
             rx.concat(
-                _MINUS, _magnitudes(Fraction(a), a_s, None if lo is None else -lo, lo_s, integer, decimals, pointer)
+                _MINUS,
+                _magnitudes(
+                    Fraction(a), a_s, None if lo is None else -lo, lo_s, integer, decimals, pointer, fractional
+                ),
             )
         )
     return rx.alt(*parts)

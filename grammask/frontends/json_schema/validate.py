@@ -35,6 +35,8 @@ def conforms(value: Any, schema: dict, ptr: str, resolve: Resolve) -> bool:
         return False
     if "_exclude" in schema and canonical(value) in {canonical(v) for v in schema["_exclude"]}:
         return False
+    if t == "integer" and schema.get("_nonint"):
+        return False
     if t in ("integer", "number"):
         x = number_value(value)
         for key, ok in (

@@ -314,8 +314,14 @@ def test_escapes_decode_before_patterns_and_lengths():
         ({"type": "string", "not": {"pattern": "a"}}, "pattern"),
         ({"oneOf": [{"type": "string"}, {"pattern": "^a"}]}, "oneOf"),
         ("{not json", "not valid JSON"),
-        ({"allOf": [{"properties": {"a": {}}}, {"unevaluatedProperties": False}]}, "allOf part"),
-        ({"properties": {"a": {}}, "not": {"required": ["b"]}, "unevaluatedProperties": False}, "next to not"),
+        (
+            {"allOf": [{"anyOf": [{"properties": {"a": {}}}, {}], "unevaluatedProperties": False}]},
+            "inside an allOf part",
+        ),
+        (
+            {"not": {"anyOf": [{"properties": {"a": {}}}, {}], "unevaluatedProperties": False}},
+            "negation of unevaluated",
+        ),
     ],
 )
 def test_clear_errors(schema, fragment):

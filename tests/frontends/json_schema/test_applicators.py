@@ -1,0 +1,182 @@
+"""unevaluated*, `not`, `if`, `$dynamicRef`, `multipleOf` and `propertyNames` forms, checked against
+jsonschema as the oracle: every instance the grammar accepts is valid, and the valid ones listed
+are accepted (where grammask is stricter by design, the instance is marked)."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+
+import jsonschema
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from grammask.engine.recognize import accepts
+from grammask.errors import GrammarError
+from grammask.frontends.json_schema import grammar_from_json_schema
+
+#: An instance grammask rejects although it is valid (a documented departure, such as key order).
+STRICTER = object()
+
+# (schema, instances): each is checked against jsonschema and against the grammar.
+CASES = [
+    # unevaluatedProperties in an allOf part sees only its own annotations, not its cousins'.
+    (
+        {"allOf": [{"properties": {"foo": True}}, {"unevaluatedProperties": False}]},
+        [{}, {"foo": 1}, 3, "x"],
+    ),
+    (
+        {
+            "allOf": [{"properties": {"foo": True}, "unevaluatedProperties": False}],
+            "anyOf": [{"properties": {"bar": True}}],
+        },
+        [{"foo": 1}, {"bar": 1}, {"foo": 1, "bar": 1}, {}],
+    ),
+    # a nested unevaluatedProperties: true evaluates everything for the outer one
+    (
+        {
+            "properties": {"foo": {"type": "string"}},
+            "allOf": [{"unevaluatedProperties": True}],
+            "unevaluatedProperties": False,
+        },
+        [{"foo": "a", "bar": 1}, {"foo": 1}, {"bar": None}],
+    ),
+    # next to `not`: the negation's keywords evaluate nothing
+    (
+        {"properties": {"foo": {"type": "string"}}, "not": {"required": ["bar"]}, "unevaluatedProperties": False},
+        [{"foo": "a"}, {"foo": "a", "bar": 1}, {"baz": 1}, {}],
+    ),
+    (
+        {
+            "prefixItems": [{"const": "foo"}],
+            "not": {"not": {"prefixItems": [True, {"const": "bar"}]}},
+            "unevaluatedItems": False,
+        },
+        [["foo", "bar"], ["foo"], ["foo", "baz"], []],
+    ),
+    # if/then/else: the branch taken evaluates its properties (and the `if`'s when it passes)
+    (
+        {
+            "if": {"properties": {"foo": {"const": "then"}}, "required": ["foo"]},
+            "then": {"properties": {"bar": {"type": "string"}}, "required": ["bar"]},
+            "else": {"properties": {"baz": {"type": "string"}}, "required": ["baz"]},
+            "unevaluatedProperties": False,
+        },
+        [
+            {"foo": "then", "bar": "b"},
+            {"foo": "then", "bar": "b", "baz": "c"},
+            {"baz": "c"},
+            {"foo": "else", "baz": "c"},
+        ],
+    ),
+    (
+        {"if": {"patternProperties": {"foo": {"type": "string"}}}, "unevaluatedProperties": False},
+        [{"foo": "a"}, {"foo": 1}, {}, {"bar": "a"}],
+    ),
+    # anyOf: every passing branch's annotations count (one option per set of passing branches)
+    (
+        {
+            "properties": {"foo": {"type": "string"}},
+            "anyOf": [
+                {"properties": {"bar": {"const": "bar"}}, "required": ["bar"]},
+                {"properties": {"baz": {"const": "baz"}}, "required": ["baz"]},
+            ],
+            "unevaluatedProperties": False,
+        },
+        [{"foo": "f", "bar": "bar"}, {"bar": "bar", "baz": "baz"}, {"bar": "bar", "quux": 1}, {"foo": "f"}],
+    ),
+    # oneOf whose branches may overlap: the other branch is negated, unevaluated settled first
+    (
+        {
+            "oneOf": [{"properties": {"a": True}, "required": ["a"]}, {"properties": {"b": True}, "required": ["b"]}],
+            "unevaluatedProperties": False,
+        },
+        [{"a": 1}, {"b": 1}, {"a": 1, "b": 1}, {"a": 1, "c": 1}, {}],
+    ),
+    # unevaluatedItems next to contains: the items contains matches are evaluated
+    (
+        {"contains": {"type": "string"}, "unevaluatedItems": {"type": "integer"}},
+        [["a"], ["a", 1], [1, "b", 2], [1.5, "a"], [1, 2], []],
+    ),
+    # unevaluatedItems in a $ref target, next to sibling prefixItems
+    (
+        {
+            "$defs": {"two": {"prefixItems": [True, {"type": "string"}], "unevaluatedItems": False}},
+            "$ref": "#/$defs/two",
+            "prefixItems": [{"type": "integer"}],
+        },
+        [[1, "a"], [1], [1, "a", 2], ["a", "a"]],
+    ),
+    # not: {type: integer} where numbers are allowed keeps the non-integers
+    ({"not": {"type": "integer"}}, [1, 1.5, -0.25, 0, "a", None, [1], 10.01]),
+    ({"type": "number", "minimum": 1, "maximum": 3, "not": {"type": "integer"}}, [1, 1.5, 2, 2.999, 3, 3.5, 0.5]),
+    ({"oneOf": [{"type": "integer"}, {"minimum": 2}]}, [1, 2, 2.5, 3, 1.5, "x"]),
+    ({"not": {"not": {"type": "integer"}}}, [1, 1.5, "a"]),
+    # not of prefixItems / items / additionalProperties: some member fails its schema
+    ({"not": {"prefixItems": [{"type": "string"}, {"type": "integer"}]}}, [[], ["a"], [1], ["a", 1], ["a", "b"], 3]),
+    ({"type": "array", "not": {"items": {"type": "string"}}}, [[], ["a"], ["a", 1], [1]]),
+    ({"type": "array", "not": {"prefixItems": [True], "items": False}}, [[], [1], [1, 2]]),
+    ({"type": "object", "not": {"additionalProperties": False}}, [{}, {"a": 1}]),
+]
+
+
+def _validator(schema: object) -> jsonschema.protocols.Validator:
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+
+def check(schema: object, instances: list) -> None:
+    """The grammar of `schema` agrees with jsonschema on each instance (STRICTER marks the next one
+    as valid but refused by design)."""
+    grammar = grammar_from_json_schema(schema)
+    validator = _validator(schema)
+    stricter = False
+    for instance in instances:
+        if instance is STRICTER:
+            stricter = True
+            continue
+        text = json.dumps(instance)
+        valid = validator.is_valid(instance)
+        got = accepts(grammar, text.encode())
+        assert not (got and not valid), f"accepts invalid {text}"
+        assert got == valid or (stricter and valid), f"rejects valid {text}"
+        stricter = False
+
+
+@pytest.mark.parametrize(("schema", "instances"), CASES, ids=[json.dumps(c[0])[:70] for c in CASES])
+def test_grammar_agrees_with_jsonschema(schema, instances):
+    check(schema, instances)
+
+
+@pytest.mark.parametrize(
+    ("schema", "fragment"),
+    [
+        ({"not": {"type": "object", "properties": {"a": True}, "additionalProperties": False}}, "additionalProperties"),
+        ({"not": {"items": {"type": "string"}, "prefixItems": [True]}}, "items"),
+    ],
+)
+def test_negations_without_exact_form_raise(schema, fragment):
+    with pytest.raises(GrammarError, match=fragment):
+        grammar_from_json_schema(schema)
+
+
+_DECIMALS = st.decimals(min_value=-50, max_value=50, places=2, allow_nan=False, allow_infinity=False)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    lo=_DECIMALS, span=st.decimals(min_value=Decimal("0.1"), max_value=20, places=1), xs=st.lists(_DECIMALS, max_size=6)
+)
+def test_non_integers_in_bounds_are_exact(lo: Decimal, span: Decimal, xs: list[Decimal]):
+    """`not: {type: integer}` within decimal bounds: the grammar accepts exactly the valid numbers
+    (written as json.dumps of their float, without exponent)."""
+    schema = {"type": "number", "minimum": float(lo), "exclusiveMaximum": float(lo + span), "not": {"type": "integer"}}
+    grammar = grammar_from_json_schema(schema)
+    validator = _validator(schema)
+    for x in [*xs, lo, lo + span, lo + Decimal("0.5"), Decimal(int(lo))]:
+        value = float(x)
+        text = json.dumps(value)
+        if "e" in text:
+            continue
+        assert accepts(grammar, text.encode()) == validator.is_valid(value), text
