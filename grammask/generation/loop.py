@@ -13,6 +13,13 @@ picks one token. After the pick:
 
 `passes_saved` counts the forward passes that token-by-token decoding of the same output needs
 (one per token, plus one for a final end-of-sequence token) minus those actually made.
+
+Speculation (`speculative=k` or a drafter): each live row's pending tokens are fed with a draft
+(`grammask.generation.speculative`), and `verify_draft` picks at each drafted position exactly as
+above, stopping at the first pick that differs from the draft or where the loop would not take the
+model's next pick (forced text appended, the row ended). Every row of a batch speculates on its own
+and keeps its own accepted count: the KV columns of its rejected positions are masked out of
+attention like padding, and the columns no row kept are cropped off the cache.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from grammask.compiler import CompiledGrammar
 from grammask.errors import GenerationError
 from grammask.generation.formats import Format, compile_formats, logits_width, tokenizer_vocabulary
 from grammask.generation.jump_forward import CanonicalTokenizer, nothing_but_end_follows
+from grammask.generation.speculative import Drafter, NgramDrafter, crop_cache, verify_draft
 from grammask.matcher import Matcher
 from grammask.processors import GenerationContext, GrammarConstraint, LogitsProcessor, Pipeline, Temperature, TopP
 from grammask.vocab import Vocabulary
@@ -47,6 +55,8 @@ class GenerationResult:
     end the text still parses). `tokens_short` is how many more tokens, at least, the model's own
     continuation needed when the safe end closed the format in its place (0 when it did not): the
     text is valid but not what the model would have written, so raise `max_tokens` by that much.
+    With speculation, `drafted` counts the drafted tokens fed to the model and `accepted` those kept
+    (the acceptance rate is their ratio); both are 0 without it.
     """
 
     text: str
@@ -55,6 +65,8 @@ class GenerationResult:
     forward_passes: int
     passes_saved: int
     tokens_short: int = 0
+    drafted: int = 0
+    accepted: int = 0
 
 
 class TextStream:
@@ -86,6 +98,9 @@ class _Row:
     finish: str | None = None
     passes: int = 0
     short: int = 0  # tokens the model's continuation lacked when the safe end closed the format
+    draft: list[int] = field(default_factory=list)  # drafted tokens fed after `pending` this step
+    drafted: int = 0
+    accepted: int = 0
     decoder: Any = field(default_factory=lambda: codecs.getincrementaldecoder("utf-8")("replace"))
 
     def end(self, reason: str) -> None:
@@ -98,7 +113,14 @@ class _Row:
     def result(self) -> GenerationResult:
         sequential = len(self.tokens) + (self.finish == "eos")
         return GenerationResult(
-            self.text, list(self.tokens), self.finish or "length", self.passes, sequential - self.passes, self.short
+            self.text,
+            list(self.tokens),
+            self.finish or "length",
+            self.passes,
+            sequential - self.passes,
+            self.short,
+            self.drafted,
+            self.accepted,
         )
 
 
@@ -118,6 +140,7 @@ def generate(
     jump_forward: bool = True,
     safe_end: bool = True,
     processors: Sequence[LogitsProcessor[Any]] = (),
+    speculative: int | Drafter = 0,
 ) -> GenerationResult: ...
 
 
@@ -137,6 +160,7 @@ def generate(
     jump_forward: bool = True,
     safe_end: bool = True,
     processors: Sequence[LogitsProcessor[Any]] = (),
+    speculative: int | Drafter = 0,
 ) -> list[GenerationResult]: ...
 
 
@@ -156,6 +180,7 @@ def generate(
     jump_forward: bool = True,
     safe_end: bool = True,
     processors: Sequence[LogitsProcessor[Any]] = (),
+    speculative: int | Drafter = 0,
 ) -> TextStream: ...
 
 
@@ -174,6 +199,7 @@ def generate(
     jump_forward: bool = True,
     safe_end: bool = True,
     processors: Sequence[LogitsProcessor[Any]] = (),
+    speculative: int | Drafter = 0,
 ) -> GenerationResult | list[GenerationResult] | TextStream:
     """Generate from `prompts` with each row's output constrained by its format.
 
@@ -183,6 +209,9 @@ def generate(
     `temperature` 0 is greedy; otherwise tokens are drawn after temperature and top-p, reproducibly
     for a given `seed`. `stop` strings end a row (the text is cut before them). `processors` run
     after the grammar constraint and before temperature (see `grammask.processors.Pipeline`).
+    `speculative` drafts that many tokens a step by prompt lookup (`NgramDrafter`), or takes any
+    drafter; the model verifies a draft in the same pass, and the tokens are those decoding without
+    it gives (greedy, or sampled with one row).
 
     Returns a `GenerationResult` for one prompt, a list for a list, or with `stream=True` (one
     prompt only) a `TextStream` of text pieces.
@@ -197,6 +226,8 @@ def generate(
         raise ValueError("stream=True takes a single prompt")
     if max_tokens < 1:
         raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+    if isinstance(speculative, int) and speculative < 0:
+        raise ValueError(f"speculative must be >= 0, got {speculative}")
     stops = [stop] if isinstance(stop, str) else list(stop)
     width = logits_width(model)
     vocab = tokenizer_vocabulary(tokenizer, width)
@@ -221,6 +252,7 @@ def generate(
         stops=stops,
         jump_forward=jump_forward,
         safe_end=safe_end,
+        drafter=NgramDrafter(k=speculative) if isinstance(speculative, int) and speculative else speculative or None,
         torch=torch,
     )
     if stream:
@@ -299,6 +331,7 @@ class _Decoding:
         stops: list[str],
         jump_forward: bool,
         safe_end: bool,
+        drafter: Drafter | None,
         torch: Any,
     ) -> None:
         self.model = model
@@ -310,6 +343,7 @@ class _Decoding:
         self.hold = max((len(s) for s in stops), default=1) - 1  # characters a stop string may still claim
         self.jump_forward = jump_forward
         self.safe_end = safe_end
+        self.drafter = drafter
         self.canonical = CanonicalTokenizer(tokenizer, vocab)
         self.eos = frozenset(vocab.eos_ids)
         self.torch = torch
@@ -319,6 +353,7 @@ class _Decoding:
         self.device = getattr(model, "device", "cpu")
         self.attention = torch.zeros((len(rows), 0), dtype=torch.long, device=self.device)
         self.positions = [0] * len(rows)
+        self.base = 0  # attention columns before the last forward pass
         self.keep_logits = "logits_to_keep" in inspect.signature(model.forward).parameters
 
     def run(self) -> Iterator[str]:
@@ -328,35 +363,41 @@ class _Decoding:
                     self._extend(row, [])  # text forced at the very start goes in with the prompt
                 yield from self._emit(self.rows[0])
             while any(row.finish is None for row in self.rows):
+                for row in self.rows:
+                    row.draft = self._draft(row) if row.finish is None else []
                 logits = self._forward()
-                for b, row in enumerate(self.rows):
-                    if row.finish is None:
-                        self._extend(row, [self._pick(row, logits[b : b + 1])])
+                kept = [
+                    0 if row_logits is None else self._verify(row, row_logits)
+                    for row, row_logits in zip(self.rows, logits, strict=True)
+                ]
+                self._keep(kept)
                 yield from self._emit(self.rows[0])
 
     # -- model --------------------------------------------------------------------------------------
 
-    def _forward(self) -> Any:
-        """One pass over every row's pending tokens; the logits after each row's last one `[batch, V]`."""
+    def _forward(self) -> list[Any]:
+        """One pass over every row's pending and drafted tokens; per live row the logits `[drafted + 1, V]`
+        after its last pending token and after each drafted one (None for a finished row)."""
         torch = self.torch
-        counts = [len(row.pending) if row.finish is None else 0 for row in self.rows]
-        n = max(counts)
+        feeds = [row.pending + row.draft if row.finish is None else [] for row in self.rows]
+        starts = [len(row.pending) - 1 for row in self.rows]  # where each row's first wanted logits are
+        n = max(len(feed) for feed in feeds)
         ids = torch.full((len(self.rows), n), self.pad, dtype=torch.long)
         fresh = torch.zeros((len(self.rows), n), dtype=torch.long)
         positions = torch.zeros((len(self.rows), n), dtype=torch.long)
-        for b, (row, k) in enumerate(zip(self.rows, counts, strict=True)):
+        for b, (row, feed) in enumerate(zip(self.rows, feeds, strict=True)):
+            k = len(feed)
             if k:
-                ids[b, :k] = torch.tensor(row.pending)
+                ids[b, :k] = torch.tensor(feed)
                 fresh[b, :k] = 1
                 row.passes += 1
-                row.pending = []
             positions[b] = self.positions[b] + torch.arange(n).clamp(max=max(k - 1, 0))
-            self.positions[b] += k
         ids, positions = ids.to(self.device), positions.to(self.device)
+        self.base = self.attention.shape[1]
         self.attention = torch.cat([self.attention, fresh.to(self.device)], dim=1)
-        # Logits only for the last positions that hold some row's last real token.
-        keep = n - min(k for k in counts if k) + 1 if self.keep_logits else n
-        extra = {"logits_to_keep": keep} if self.keep_logits else {}
+        # Logits only from the first position some row wants on.
+        skip = min(start for start, feed in zip(starts, feeds, strict=True) if feed) if self.keep_logits else 0
+        extra = {"logits_to_keep": n - skip} if self.keep_logits else {}
         out = self.model(
             input_ids=ids,
             attention_mask=self.attention,
@@ -366,9 +407,50 @@ class _Decoding:
             **extra,
         )
         self.cache = out.past_key_values
-        last = torch.tensor([max(k, 1) - 1 - (n - keep) for k in counts]).clamp(min=0)
         # On the host: processors and the seeded generator then work the same for every device.
-        return out.logits[torch.arange(len(self.rows)), last.to(self.device)].float().cpu()
+        return [
+            out.logits[b, start - skip : start - skip + len(row.draft) + 1].float().cpu() if feed else None
+            for b, (row, start, feed) in enumerate(zip(self.rows, starts, feeds, strict=True))
+        ]
+
+    def _keep(self, kept: list[int]) -> None:
+        """After verification, row `b` keeps the first `kept[b]` columns of the last pass: the rest of
+        its columns (rejected draft, padding) leave its attention, and the cache is cropped past the
+        last column any row kept."""
+        for b, k in enumerate(kept):
+            self.attention[b, self.base + k :] = 0
+            self.positions[b] += k
+        length = self.base + max(kept)
+        if length < self.attention.shape[1]:
+            self.attention = self.attention[:, :length]
+            self.cache = crop_cache(self.cache, length)
+
+    def _draft(self, row: _Row) -> list[int]:
+        """The drafter's proposal for `row`, cut to what the budget and the grammar can still take."""
+        left = self.max_tokens - len(row.tokens) - 1  # the pick after the draft needs a token too
+        if self.drafter is None or left <= 0:
+            return []
+        draft = self.drafter.propose(row.sequence[0, : len(row.prompt) + len(row.tokens)].tolist())[:left]
+        return draft if row.matcher is None else draft[: row.matcher.validate_tokens(draft)]
+
+    def _verify(self, row: _Row, logits: Any) -> int:
+        """Take the tokens `verify_draft` accepts from `row`'s draft; returns how many of the columns
+        fed for `row` in the last pass stay valid (its pending tokens and the matching draft)."""
+        fed, draft = len(row.pending), row.draft
+        row.pending = []
+
+        def take(token: int) -> bool:  # go on only where token-by-token decoding would pick next
+            count = len(row.tokens)
+            self._extend(row, [token])
+            return row.finish is None and len(row.tokens) == count + 1
+
+        accepted = verify_draft(None, draft, logits, lambda step, _: self._pick(row, step[None]), on_accept=take)
+        matched = len(accepted) - 1
+        matched += matched < len(draft) and accepted[matched] == draft[matched]
+        row.pending = row.pending[matched:]  # the matching draft tokens are in the cache already
+        row.drafted += len(draft)
+        row.accepted += matched
+        return fed + matched
 
     def _pick(self, row: _Row, logits: Any) -> int:
         length = len(row.prompt) + len(row.tokens)
