@@ -52,8 +52,6 @@ _UNEVALUATED = ("unevaluatedProperties", "unevaluatedItems")
 #: Most anyOf branches next to unevaluated* that are expanded into one option per set of passing
 #: branches (2**n - 1 options); more are read one branch at a time (stricter).
 ANYOF_SUBSETS_MAX = 4
-#: Keywords that constrain but are never enforced; each is an error (or, leniently, a warning).
-_UNSUPPORTED = ("$dynamicRef", "$recursiveRef")
 #: Most negations one schema may expand (a guard against recursive `not` of `$ref`).
 MAX_NEGATIONS = 4096
 #: Most item values a `uniqueItems` array over a finite set of values may draw from.
@@ -206,16 +204,35 @@ class Builder:
         return g.ref(self._named[key])
 
     def flatten(self, schema: object, ptr: str, stack: tuple[str, ...] = ()) -> dict:
-        """Normalise, inline `$ref` targets and merge `allOf`."""
+        """Normalise, inline `$ref` targets and merge `allOf`.
+
+        The pieces merge in the order they are written, so the properties they declare come out
+        in that order: a `$ref` written after `properties` puts its target's properties after
+        them, an `allOf` written before `properties` puts its parts' first.
+        """
         s = normalise(schema, ptr, self.doc)
-        if "$ref" in s:
-            target = self.doc.target(s.pop("$ref"), ptr)
-            if target in stack:
-                raise GrammarError("recursive $ref through allOf or sibling keywords", pointer=ptr)
-            s = merge(self.part(self.flatten(self.doc.at(target), target, (*stack, target)), target), s, ptr)
-        for i, part in enumerate(s.pop("allOf", [])):
-            s = merge(s, self.part(self.flatten(part, f"{ptr}/allOf/{i}", stack), f"{ptr}/allOf/{i}"), ptr)
-        return s
+        keys = list(s)
+        own_at = min((keys.index(k) for k in ("properties", "required") if k in s), default=-1)
+        pieces = sorted((keys.index(k), k) for k in ("$ref", "allOf") if k in s)
+        ref, parts = s.pop("$ref", None), s.pop("allOf", [])
+        out = None
+        for _, key in sorted([(own_at, ""), *pieces]):
+            if key == "$ref":
+                target = self.doc.target(ref, ptr)
+                if target in stack:
+                    raise GrammarError("recursive $ref through allOf or sibling keywords", pointer=ptr)
+                merged = [self.part(self.flatten(self.doc.at(target), target, (*stack, target)), target)]
+            elif key == "allOf":
+                merged = [
+                    self.part(self.flatten(part, f"{ptr}/allOf/{i}", stack), f"{ptr}/allOf/{i}")
+                    for i, part in enumerate(parts)
+                ]
+            else:
+                merged = [s]
+            for piece in merged:
+                out = piece if out is None else merge(out, piece, ptr)
+        assert out is not None
+        return out
 
     def part(self, s: dict, ptr: str) -> dict:
         """A flattened schema about to be merged into a larger one (an `allOf` part, a `$ref`
@@ -297,9 +314,14 @@ class Builder:
                 return g.FAIL
         if s.get("_branches"):
             return self._branch(s, ptr, depth)
-        for key in _UNSUPPORTED:
-            if key in s:
-                self.unsupported(f"{key} cannot be enforced exactly", f"{ptr}/{key}")
+        if "$dynamicRef" in s:
+            self.unsupported(
+                "$dynamicRef whose target depends on the dynamic scope (several schema resources "
+                "define its $dynamicAnchor, the root not among them)",
+                f"{ptr}/$dynamicRef",
+            )
+        if "$recursiveRef" in s:
+            self.unsupported("$recursiveRef (draft 2019-09) is not supported", f"{ptr}/$recursiveRef")
         excluded = s.get("_exclude", [])
         if "enum" in s:
             return self._enum(s, ptr, depth)

@@ -3,6 +3,11 @@
 `Document` indexes every resource and anchor of one schema document once; `resolve` then turns a
 `$ref` met at a given pointer into the pointer of its target within the same document. Remote
 documents are never fetched: a `$ref` outside the document is a dangling reference.
+
+A `$dynamicRef` becomes a `$ref` wherever its target does not depend on the dynamic scope: a
+fragment that is not a plain name, an initial target without the matching `$dynamicAnchor`, a name
+the root resource defines as a `$dynamicAnchor` (the root is always the outermost resource in
+scope), or a name only one resource defines. Otherwise it is left as written, and refused.
 """
 
 from __future__ import annotations
@@ -39,6 +44,14 @@ def draft_of(schema: object) -> int:
     return 2020
 
 
+def _join(base: str, ref: str) -> str:
+    """`ref` resolved against `base` (RFC 3986; a bare fragment also against a URN base, which
+    `urljoin` leaves alone)."""
+    if ref.startswith("#"):
+        return urldefrag(base)[0] + ref
+    return urljoin(base, ref)
+
+
 def escape_pointer(token: str) -> str:
     return token.replace("~", "~0").replace("/", "~1")
 
@@ -68,6 +81,7 @@ class Document:
         self.resources: dict[str, str] = {"": ""}  # URI without fragment → pointer
         self.anchors: dict[str, str] = {}  # URI with plain-name fragment → pointer
         self.bases: dict[str, str] = {}  # pointer → base URI
+        self.dynamic: dict[str, set[str]] = {}  # $dynamicAnchor name → base URIs of the resources defining it
         self._index(root, "", "")
         self.root = self._absolute(root, "")
 
@@ -82,6 +96,12 @@ class Document:
             out, ptr = stack.pop()
             if isinstance(out.get("$ref"), str):
                 out["$ref"] = "#" + self.resolve(out["$ref"], ptr)
+            elif isinstance(out.get("$dynamicRef"), str):
+                target = self._resolve_dynamic(out["$dynamicRef"], ptr)
+                if target is not None:  # a $ref in its place (the written order decides merges)
+                    written = list(out.items())
+                    out.clear()
+                    out.update(("$ref", "#" + target) if k == "$dynamicRef" else (k, v) for k, v in written)
             for key in _SCHEMA_ONE:
                 if isinstance(out.get(key), dict):
                     out[key] = dict(out[key])
@@ -108,7 +128,7 @@ class Document:
                 continue
             ident = schema.get("$id", schema.get("id") if self.draft <= 4 else None)
             if isinstance(ident, str) and (self.draft >= 2019 or "$ref" not in schema):
-                uri, fragment = urldefrag(urljoin(base, ident))
+                uri, fragment = urldefrag(_join(base, ident))
                 if uri:
                     base = uri
                     self.resources.setdefault(uri, ptr)
@@ -117,12 +137,29 @@ class Document:
             for key in ("$anchor", "$dynamicAnchor"):
                 if isinstance(schema.get(key), str):
                     self.anchors[f"{base}#{schema[key]}"] = ptr
+            if isinstance(schema.get("$dynamicAnchor"), str):
+                self.dynamic.setdefault(schema["$dynamicAnchor"], set()).add(base)
             self.bases[ptr] = base
             stack += [(sub, sub_ptr, base) for sub, sub_ptr in reversed(list(_children(schema, ptr)))]
 
+    def _resolve_dynamic(self, ref: str, ptr: str) -> str | None:
+        """The pointer a `$dynamicRef` met at `ptr` refers to whatever the dynamic scope (None when
+        the scope decides)."""
+        target = self.resolve(ref, ptr)
+        fragment = urldefrag(ref)[1]
+        if not fragment or fragment.startswith("/"):
+            return target
+        at = self.at(target)
+        if not (isinstance(at, dict) and at.get("$dynamicAnchor") == fragment):
+            return target  # no matching $dynamicAnchor: a plain $ref
+        root = self.bases.get("", "")
+        if root in self.dynamic[fragment]:
+            return self.anchors[f"{root}#{fragment}"]
+        return target if len(self.dynamic[fragment]) == 1 else None
+
     def resolve(self, ref: str, ptr: str) -> str:
         """The pointer of the schema that `ref`, met at `ptr`, refers to."""
-        uri, fragment = urldefrag(urljoin(self.bases.get(ptr, ""), ref))
+        uri, fragment = urldefrag(_join(self.bases.get(ptr, ""), ref))
         if uri not in self.resources:
             raise GrammarError(
                 f"$ref {ref!r} refers outside this schema document (remote refs are not fetched)", pointer=ptr

@@ -180,3 +180,96 @@ def test_non_integers_in_bounds_are_exact(lo: Decimal, span: Decimal, xs: list[D
         if "e" in text:
             continue
         assert accepts(grammar, text.encode()) == validator.is_valid(value), text
+
+
+DYNAMIC_CASES = [
+    # the root resource defines the $dynamicAnchor: it is always the outermost in scope
+    (
+        {
+            "$id": "https://example.com/root",
+            "$ref": "list",
+            "$defs": {
+                "foo": {"$dynamicAnchor": "items", "type": "string"},
+                "list": {
+                    "$id": "list",
+                    "type": "array",
+                    "items": {"$dynamicRef": "#items"},
+                    "$defs": {"items": {"$dynamicAnchor": "items"}},
+                },
+            },
+        },
+        [["a", "b"], ["a", 1], []],
+    ),
+    # the initial target has no matching $dynamicAnchor: a plain $ref
+    (
+        {
+            "$id": "https://example.com/root",
+            "$ref": "list",
+            "$defs": {
+                "foo": {"$dynamicAnchor": "items", "type": "string"},
+                "list": {
+                    "$id": "list",
+                    "type": "array",
+                    "items": {"$dynamicRef": "#items"},
+                    "$defs": {"items": {"$anchor": "items", "type": "integer"}},
+                },
+            },
+        },
+        [[1, 2], ["a"], []],
+    ),
+    # a JSON Pointer fragment, to a boolean schema
+    ({"$defs": {"no": False}, "properties": {"a": {"$dynamicRef": "#/$defs/no"}}}, [{}, {"a": 1}]),
+    # a URN base resolves a bare-fragment $ref against itself
+    (
+        {
+            "$ref": "urn:uuid:deadbeef-4321-ffff-ffff-1234feebdaed",
+            "$defs": {
+                "foo": {
+                    "$id": "urn:uuid:deadbeef-4321-ffff-ffff-1234feebdaed",
+                    "$defs": {"bar": {"type": "string"}},
+                    "$ref": "#/$defs/bar",
+                }
+            },
+        },
+        ["a", 1],
+    ),
+]
+
+
+@pytest.mark.parametrize(("schema", "instances"), DYNAMIC_CASES, ids=[str(i) for i in range(len(DYNAMIC_CASES))])
+def test_dynamic_refs_with_a_static_target(schema, instances):
+    check(schema, instances)
+
+
+def test_dynamic_ref_that_depends_on_the_scope_raises():
+    schema = {
+        "$id": "https://example.com/main",
+        "properties": {"x": {"$ref": "item"}},
+        "$defs": {
+            "bar": {
+                "$id": "bar",
+                "$defs": {
+                    "item": {
+                        "$id": "item",
+                        "properties": {"content": {"$dynamicRef": "#content"}},
+                        "$defs": {"default": {"$dynamicAnchor": "content", "type": "integer"}},
+                    },
+                    "content": {"$dynamicAnchor": "content", "type": "string"},
+                },
+            }
+        },
+    }
+    with pytest.raises(GrammarError, match="depends on the dynamic scope"):
+        grammar_from_json_schema(schema)
+
+
+def test_merged_properties_come_in_written_order():
+    """A `$ref` or `allOf` merges where it is written: its properties before or after `properties`."""
+    defs = {"b": {"properties": {"b": {"type": "integer"}}, "required": ["b"]}}
+    after = {"properties": {"a": {"type": "string"}}, "required": ["a"], "$ref": "#/$defs/b", "$defs": defs}
+    before = {"$ref": "#/$defs/b", "properties": {"a": {"type": "string"}}, "required": ["a"], "$defs": defs}
+    first, second = b'{"a": "x", "b": 1}', b'{"b": 1, "a": "x"}'
+    assert accepts(grammar_from_json_schema(after), first) and not accepts(grammar_from_json_schema(after), second)
+    assert accepts(grammar_from_json_schema(before), second) and not accepts(grammar_from_json_schema(before), first)
+    parts = {"allOf": [defs["b"]], "properties": {"a": {"type": "string"}}, "required": ["a"]}
+    assert accepts(grammar_from_json_schema(parts), second)
