@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from grammask.errors import GenerationError, GrammaskError
 from grammask.grammar import Grammar
@@ -92,7 +93,90 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument(
         "--stop", action="append", default=[], metavar="TEXT", help="stop before this text (may be repeated)"
     )
+    _serve_parser(commands)
     return parser
+
+
+def _serve_parser(commands: Any) -> None:
+    srv = commands.add_parser(
+        "serve",
+        help="serve a model over an OpenAI-compatible HTTP API",
+        description="Serve a model over an OpenAI-compatible HTTP API (/v1/chat/completions, /v1/completions, "
+        "/v1/models, /health) with structured outputs and tool calls. Needs the `server` extra.",
+    )
+    srv.add_argument("--model", metavar="PATH", help="GGUF file or transformers model folder (default: the embedded SmolLM2)")
+    srv.add_argument("--served-model-name", metavar="NAME", help="the model name clients send (default: from the model)")
+    srv.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
+    srv.add_argument("--port", type=int, default=8000, help="port to listen on (default: %(default)s)")
+    srv.add_argument("--api-key", metavar="KEY", help="require 'Authorization: Bearer KEY' on /v1 routes")
+    srv.add_argument("--device", default="cpu", help="torch device (default: %(default)s)")
+    srv.add_argument(
+        "--dtype", default="float32", choices=["float32", "bfloat16", "float16"], help="weights' dtype (default: %(default)s)"
+    )
+    srv.add_argument("--max-batch", type=int, default=16, metavar="N", help="rows decoded together (default: %(default)s)")
+    srv.add_argument(
+        "--max-concurrent", type=int, default=64, metavar="N", help="requests in flight before 429 (default: %(default)s)"
+    )
+    srv.add_argument("--max-model-len", type=int, default=8192, metavar="N", help="prompt plus output tokens (default: %(default)s)")
+    srv.add_argument(
+        "--max-tokens", type=int, default=256, metavar="N", help="output tokens when a request gives none (default: %(default)s)"
+    )
+    srv.add_argument(
+        "--max-format-bytes", type=int, default=256 * 1024, metavar="N", help="largest schema or grammar (default: %(default)s)"
+    )
+    srv.add_argument("--max-body-bytes", type=int, default=8 * 2**20, metavar="N", help="largest request body (default: %(default)s)")
+    srv.add_argument(
+        "--compile-timeout", type=float, default=30.0, metavar="S", help="seconds one grammar may compile (default: %(default)s)"
+    )
+    srv.add_argument("--no-jump-forward", action="store_true", help="sample forced text token by token")
+    srv.add_argument(
+        "--speculative-k", type=int, default=0, metavar="N", help="draft N tokens by prompt lookup per step; 0 is off (default: 0)"
+    )
+    srv.add_argument("--log-level", default="warning", help="uvicorn's log level (default: %(default)s)")
+
+
+def _serve(args: argparse.Namespace) -> None:
+    for name in ("max_batch", "max_concurrent", "max_model_len", "max_tokens", "max_format_bytes", "max_body_bytes"):
+        if getattr(args, name) < 1:
+            raise _BadInput(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
+    if args.speculative_k < 0:
+        raise _BadInput(f"--speculative-k must be at least 0, got {args.speculative_k}")
+    if not 0 <= args.port < 65536:
+        raise _BadInput(f"--port must be 0 to 65535, got {args.port}")
+    try:
+        import fastapi  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError:
+        raise _BadInput("grammask serve needs FastAPI and uvicorn: pip install 'grammask[server]'") from None
+    from grammask.generation.model import check_model_path
+    from grammask.serving.app import ServerOptions, default_model_name, serve
+
+    if args.model:
+        check_model_path(args.model)
+    if args.device != "cpu":
+        _check_device(args.device)
+    options = ServerOptions(
+        model_name=args.served_model_name or default_model_name(args.model),
+        api_key=args.api_key,
+        max_concurrent=args.max_concurrent,
+        max_batch=args.max_batch,
+        max_model_len=args.max_model_len,
+        default_max_tokens=args.max_tokens,
+        max_format_bytes=args.max_format_bytes,
+        max_body_bytes=args.max_body_bytes,
+        compile_timeout_s=args.compile_timeout if args.compile_timeout > 0 else None,
+        jump_forward=not args.no_jump_forward,
+        speculative_k=args.speculative_k,
+    )
+    serve(
+        options,
+        model_path=args.model,
+        host=args.host,
+        port=args.port,
+        dtype=args.dtype,
+        device=args.device,
+        log_level=args.log_level,
+    )
 
 
 def _read(path: str) -> str:
@@ -280,7 +364,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help, --version, or a usage error already reported on one line
         return int(exc.code or 0)
     try:
-        _generate(args)
+        (_serve if args.command == "serve" else _generate)(args)
     except (_BadInput, GrammaskError, ValueError, OSError) as exc:
         status = 1 if isinstance(exc, (GenerationError, OSError)) and not isinstance(exc, FileNotFoundError) else 2
         reason = " ".join(str(exc).split()).replace("pass lenient=True", "pass --lenient")
