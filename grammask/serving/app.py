@@ -113,7 +113,9 @@ class Engine:
             text = render_messages(self.tokenizer, request.messages, offered)
             prompt = [int(t) for t in self.tokenizer.encode(text, add_special_tokens=False)]
             if offered:
-                grammar_spec = tool_structural_tag(offered, request.tool_choice or "auto", parallel=request.parallel_tool_calls)
+                grammar_spec = tool_structural_tag(
+                    offered, request.tool_choice or "auto", parallel=request.parallel_tool_calls
+                )
                 tools = True
             elif request.tool_choice not in (None, "none", "auto"):
                 raise APIError(400, "tool_choice needs tools", param="tool_choice")
@@ -165,7 +167,9 @@ class Engine:
                 compiled.matcher().allowed_token_ids()  # the first mask is part of compiling
                 check_budget(compiled, self.tokenizer, max_tokens)
             except GrammarError as exc:
-                raise APIError(400, f"the format cannot be compiled: {' '.join(str(exc).split())}", code="invalid_format") from None
+                raise APIError(
+                    400, f"the format cannot be compiled: {' '.join(str(exc).split())}", code="invalid_format"
+                ) from None
             except ValueError as exc:
                 raise APIError(400, str(exc), param="max_tokens") from None
         return _Prepared(prompt, compiled, max_tokens, tools)
@@ -180,6 +184,32 @@ class Engine:
                 raise APIError(400, "the prompt holds token ids outside the vocabulary", param="prompt")
             return list(prompt)
         raise APIError(400, "only one prompt per request is supported", param="prompt")
+
+
+class _Guard:
+    """ASGI middleware: the API key on /v1 routes (401) and the body size a client declares (413).
+
+    A plain ASGI class, not `BaseHTTPMiddleware`, so that a client's disconnect reaches the route."""
+
+    def __init__(self, app: Any, options: ServerOptions) -> None:
+        self.app = app
+        self.options = options
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+            error = None
+            key = self.options.api_key
+            if key and scope["path"].startswith("/v1") and headers.get("authorization", "") != f"Bearer {key}":
+                error = APIError(401, "invalid or missing API key", type="authentication_error", code="invalid_api_key")
+            length = headers.get("content-length", "")
+            if error is None and length.isdigit() and int(length) > self.options.max_body_bytes:
+                limit = self.options.max_body_bytes
+                error = APIError(413, f"the request body is over {limit} bytes", code="request_too_large")
+            if error is not None:
+                await JSONResponse(error.body(), status_code=error.status)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 def _now() -> int:
@@ -204,10 +234,14 @@ class _Run:
         self.prepared = prepared
         self.queue: asyncio.Queue[Event] = asyncio.Queue()
         loop = asyncio.get_running_loop()
+
+        def on_event(event: Event) -> None:
+            loop.call_soon_threadsafe(self.queue.put_nowait, event)
+
         self.sequence = Sequence_(
             prepared.prompt,
             prepared.compiled,
-            lambda event: loop.call_soon_threadsafe(self.queue.put_nowait, event),
+            on_event,
             max_tokens=prepared.max_tokens,
             temperature=request.temperature,
             top_p=request.top_p,
@@ -234,7 +268,11 @@ class _Run:
 
     def usage(self, completion_tokens: int) -> dict[str, int]:
         prompt = len(self.prepared.prompt)
-        return {"prompt_tokens": prompt, "completion_tokens": completion_tokens, "total_tokens": prompt + completion_tokens}
+        return {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt + completion_tokens,
+        }
 
 
 def create_app(engine: Engine) -> FastAPI:
@@ -252,6 +290,7 @@ def create_app(engine: Engine) -> FastAPI:
             engine.stop()
 
     app = FastAPI(title="grammask", lifespan=lifespan)
+    app.add_middleware(_Guard, options=options)
 
     @app.exception_handler(APIError)
     async def api_error(request: Request, exc: APIError) -> JSONResponse:
@@ -266,19 +305,6 @@ def create_app(engine: Engine) -> FastAPI:
     async def internal_error(request: Request, exc: Exception) -> JSONResponse:
         logger.exception("request failed")
         return JSONResponse(APIError(500, f"internal error: {exc}", type="server_error").body(), status_code=500)
-
-    @app.middleware("http")
-    async def guard(request: Request, call_next: Any) -> Response:
-        if options.api_key and request.url.path.startswith("/v1"):
-            if request.headers.get("authorization", "") != f"Bearer {options.api_key}":
-                error = APIError(401, "invalid or missing API key", type="authentication_error", code="invalid_api_key")
-                return JSONResponse(error.body(), status_code=401)
-        length = request.headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > options.max_body_bytes:
-            error = APIError(413, f"the request body is over {options.max_body_bytes} bytes", code="request_too_large")
-            return JSONResponse(error.body(), status_code=413)
-        response: Response = await call_next(request)
-        return response
 
     @app.get("/health")
     async def health() -> dict[str, Any]:
@@ -373,13 +399,35 @@ def create_app(engine: Engine) -> FastAPI:
             message: dict[str, Any] = {"role": "assistant", "content": content}
             if calls:
                 message["tool_calls"] = [c.as_dict() for c in calls]
-            choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": _finish_reason(final.finish_reason, bool(calls))}
-            body = {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": _now(),
-                    "model": options.model_name, "choices": [choice], "usage": usage}
+            choice = {
+                "index": 0,
+                "message": message,
+                "logprobs": None,
+                "finish_reason": _finish_reason(final.finish_reason, bool(calls)),
+            }
+            body = {
+                "id": f"chatcmpl-{uuid.uuid4().hex}",
+                "object": "chat.completion",
+                "created": _now(),
+                "model": options.model_name,
+                "choices": [choice],
+                "usage": usage,
+            }
         else:
-            choice = {"index": 0, "text": final.full_text, "logprobs": None, "finish_reason": _finish_reason(final.finish_reason, False)}
-            body = {"id": f"cmpl-{uuid.uuid4().hex}", "object": "text_completion", "created": _now(),
-                    "model": options.model_name, "choices": [choice], "usage": usage}
+            choice = {
+                "index": 0,
+                "text": final.full_text,
+                "logprobs": None,
+                "finish_reason": _finish_reason(final.finish_reason, False),
+            }
+            body = {
+                "id": f"cmpl-{uuid.uuid4().hex}",
+                "object": "text_completion",
+                "created": _now(),
+                "model": options.model_name,
+                "choices": [choice],
+                "usage": usage,
+            }
         return JSONResponse(body)
 
     async def _stream(run: _Run, chat: bool, include_usage: bool) -> AsyncIterator[str]:
@@ -391,12 +439,22 @@ def create_app(engine: Engine) -> FastAPI:
         def chunk(delta: dict[str, Any] | str, finish: str | None = None) -> str:
             if chat:
                 choice: dict[str, Any] = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
-                body: dict[str, Any] = {"id": ident, "object": "chat.completion.chunk", "created": created,
-                                        "model": options.model_name, "choices": [choice]}
+                body: dict[str, Any] = {
+                    "id": ident,
+                    "object": "chat.completion.chunk",
+                    "created": created,
+                    "model": options.model_name,
+                    "choices": [choice],
+                }
             else:
                 choice = {"index": 0, "text": delta, "logprobs": None, "finish_reason": finish}
-                body = {"id": ident, "object": "text_completion", "created": created, "model": options.model_name,
-                        "choices": [choice]}
+                body = {
+                    "id": ident,
+                    "object": "text_completion",
+                    "created": created,
+                    "model": options.model_name,
+                    "choices": [choice],
+                }
             if include_usage:
                 body["usage"] = None
             return _sse(body)
@@ -408,7 +466,12 @@ def create_app(engine: Engine) -> FastAPI:
                 if isinstance(item, str):
                     out.append(chunk({"content": item}))
                 else:
-                    head = {"index": calls, "id": item.id, "type": "function", "function": {"name": item.name, "arguments": ""}}
+                    head = {
+                        "index": calls,
+                        "id": item.id,
+                        "type": "function",
+                        "function": {"name": item.name, "arguments": ""},
+                    }
                     out.append(chunk({"tool_calls": [head]}))
                     out.append(chunk({"tool_calls": [{"index": calls, "function": {"arguments": item.arguments}}]}))
                     calls += 1
@@ -433,9 +496,14 @@ def create_app(engine: Engine) -> FastAPI:
                             yield line
                     yield chunk({} if chat else "", _finish_reason(event.finish_reason, calls > 0))
                     if include_usage:
-                        usage_body = {"id": ident, "object": "chat.completion.chunk" if chat else "text_completion",
-                                      "created": created, "model": options.model_name, "choices": [],
-                                      "usage": run.usage(event.completion_tokens)}
+                        usage_body: dict[str, Any] = {
+                            "id": ident,
+                            "object": "chat.completion.chunk" if chat else "text_completion",
+                            "created": created,
+                            "model": options.model_name,
+                            "choices": [],
+                            "usage": run.usage(event.completion_tokens),
+                        }
                         yield _sse(usage_body)
             yield "data: [DONE]\n\n"
         finally:

@@ -86,7 +86,9 @@ def request_grammar(
         return None
     if len(asked) > 1:
         names = ", ".join(param for param, _, _ in asked)
-        raise APIError(400, f"give at most one output format; this request has {len(asked)}: {names}", param=asked[1][0])
+        raise APIError(
+            400, f"give at most one output format; this request has {len(asked)}: {names}", param=asked[1][0]
+        )
     param, kind, spec = asked[0]
     raw = spec[0] if kind == "json_schema" else spec
     if size_of(raw) > max_format_bytes:

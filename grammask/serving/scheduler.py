@@ -42,9 +42,8 @@ from grammask.errors import GenerationError
 from grammask.generation.jump_forward import CanonicalTokenizer, nothing_but_end_follows
 from grammask.generation.loop import _completion, _needed
 from grammask.matcher import Matcher
-from grammask.processors import GenerationContext, Temperature, TopP, apply_token_bitmask
+from grammask.processors import GenerationContext, Temperature, TopP, apply_token_bitmask, masked_softmax
 from grammask.processors import greedy as greedy_pick
-from grammask.processors import masked_softmax
 from grammask.processors import sample as sample_pick
 from grammask.vocab import Vocabulary
 
@@ -210,7 +209,7 @@ class Scheduler:
                     if self._stopping:
                         break
                     room = self.max_batch - len(self._rows)
-                    joining = []
+                    joining: list[Sequence_] = []
                     while self._incoming and len(joining) < room:
                         req = self._incoming.popleft()
                         if req.cancelled:
@@ -528,9 +527,7 @@ class Scheduler:
     def _finish(self, row: _Row) -> None:
         self._emit(row)
         self.stats.finished += 1
-        row.req.on_event(
-            Event(finish_reason=row.finish, completion_tokens=len(row.generated), full_text=row.text)
-        )
+        row.req.on_event(Event(finish_reason=row.finish, completion_tokens=len(row.generated), full_text=row.text))
 
     def _fail(self, row: _Row, message: str) -> None:
         row.finish = "error"

@@ -52,7 +52,11 @@ class ToolCall:
         self.id = self.id or f"call_{uuid.uuid4().hex[:24]}"
 
     def as_dict(self, index: int | None = None) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
+        out: dict[str, Any] = {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
         if index is not None:
             out["index"] = index
         return out
@@ -138,7 +142,9 @@ def tool_structural_tag(
     if isinstance(choice, ToolChoiceFunction):
         chosen = [t for t in tools if t.function.name == choice.function.name]
         if not chosen:
-            raise APIError(400, f"tool_choice names {choice.function.name!r}, which is not in tools", param="tool_choice")
+            raise APIError(
+                400, f"tool_choice names {choice.function.name!r}, which is not in tools", param="tool_choice"
+            )
         tools = chosen
     tags = [_tag(t) for t in tools]
     if choice == "auto":
@@ -205,8 +211,14 @@ class ToolCallParser:
         while True:
             at = self.buffer.find(TRIGGER)
             if at < 0:
-                keep = next((k for k in range(min(len(TRIGGER) - 1, len(self.buffer)), 0, -1)
-                             if TRIGGER.startswith(self.buffer[-k:])), 0)
+                keep = next(
+                    (
+                        k
+                        for k in range(min(len(TRIGGER) - 1, len(self.buffer)), 0, -1)
+                        if TRIGGER.startswith(self.buffer[-k:])
+                    ),
+                    0,
+                )
                 self._content(self.buffer[: len(self.buffer) - keep], out)
                 self.buffer = self.buffer[len(self.buffer) - keep :]
                 return out

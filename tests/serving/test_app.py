@@ -144,7 +144,7 @@ def test_json_schema_streamed_with_usage(client):
 
 
 def test_json_object(client):
-    result = chat(client, "Describe a cat as a JSON object.", response_format={"type": "json_object"}, max_tokens=60)
+    result = chat(client, "Describe a cat as a JSON object.", response_format={"type": "json_object"}, max_tokens=30)
     assert isinstance(json.loads(result.choices[0].message.content), dict)
 
 
