@@ -24,10 +24,11 @@ from grammask.frontends.json_schema.normalise import (
     merge,
     normalise,
     number_value,
+    pattern_matches,
     property_schema,
     types_of,
 )
-from grammask.frontends.json_schema.numbers import Bounds, number_regex
+from grammask.frontends.json_schema.numbers import Bounds, listed_multiples, number_regex, signed_multiples
 from grammask.frontends.json_schema.resolve import Document, escape_pointer
 from grammask.frontends.json_schema.validate import conforms
 from grammask.frontends.json_schema.whitespace import MAX_PRETTY_DEPTH, Whitespace
@@ -574,10 +575,12 @@ class Builder:
         fractional = bool(s.get("_nonint"))
         if "multipleOf" in s:
             step = s["multipleOf"]
-            if isinstance(step, bool) or not isinstance(step, (int, float)) or step <= 0:
+            if isinstance(step, bool) or not isinstance(step, (int, float, Fraction)) or step <= 0:
                 raise GrammarError("multipleOf must be a positive number", pointer=f"{ptr}/multipleOf")
             step = number_value(step)
-            if step.denominator == 1 and (integer or step >= 1):
+            if integer:
+                step = Fraction(step.numerator)  # the integer multiples of p/q are those of p
+            if step.denominator == 1:
                 if fractional:
                     return g.FAIL  # multiples of an integer step are integers
                 if step != 1:
@@ -644,12 +647,17 @@ class Builder:
         )
 
     def _multiples(self, step: int, bounds: Bounds, ptr: str) -> g.Expr:
+        """Integer multiples of `step` within `bounds`: listed when the range is bounded, through
+        a digit automaton when it is open on one side or both."""
         lo, hi = bounds.int_bounds()
-        if lo is None or hi is None or (hi - lo) // step > 1000:
-            self.unsupported("multipleOf on an unbounded or wide integer range", f"{ptr}/multipleOf")
+        try:
+            if lo is not None and hi is not None:
+                values = listed_multiples(step, lo, hi, ptr)
+                return g.lex(rx.words(str(v) for v in values)) if values else g.FAIL
+            return g.lex(signed_multiples(step, lo, hi, ptr))
+        except GrammarError as exc:
+            self.unsupported(exc.reason, f"{ptr}/multipleOf")
             return g.lex(number_regex(bounds, integer=True, pointer=ptr))
-        first = -(-lo // step) * step
-        return g.alt(*(g.literal(str(v)) for v in range(first, hi + 1, step)))
 
     def string_content(self, s: dict, ptr: str) -> tuple[rx.RegexNode | None, int, int | None]:
         """The decoded-string regex of a string schema (None: any text) and its length bounds."""
@@ -913,6 +921,15 @@ class Builder:
         filled = g.seq(g.lex(self.ws.open("{", depth)), state(0, 0), g.lex(self.ws.close("}", depth)))
         return g.alt(g.lex(self.ws.empty("{}")), filled) if empty_ok else filled
 
+    def _finite_names(self, name_schema: dict, ptr: str) -> list[str] | None:
+        """The property names `propertyNames` allows when they are a known finite list (an enum or
+        const, or none at all: `false`, no string type); None otherwise."""
+        if "string" not in types_of(name_schema):
+            return []
+        if "enum" not in name_schema:
+            return None
+        return [v for v in self._finite_values(name_schema, ptr) or [] if isinstance(v, str)]
+
     def _additional(self, s: dict, ptr: str, depth: int, names: list[str], name_schema: dict | None) -> g.Expr | None:
         """One additional `"key": value` entry (None when no additional property is allowed)."""
         patterns = s.get("patternProperties", {})
@@ -928,7 +945,12 @@ class Builder:
             keys = rx.star(rx.ANY_CHAR)
             if not patterns:
                 value_parts = [additional]
-        if name_schema is not None and set(name_schema) - {"type"}:
+        finite = None if name_schema is None else self._finite_names(name_schema, f"{ptr}/propertyNames")
+        if finite is not None:
+            if keys != rx.star(rx.ANY_CHAR):  # only names some pattern matches
+                finite = [n for n in finite if any(pattern_matches(p, n, ptr) for p in patterns)]
+            keys = rx.words(finite)
+        elif name_schema is not None and set(name_schema) - {"type"}:
             content, lo, hi = self.string_content(name_schema, f"{ptr}/propertyNames")
             if content is None:
                 content = rx.repeat(rx.ANY_CHAR, lo, hi)
@@ -940,7 +962,7 @@ class Builder:
                 self.unsupported("propertyNames together with patternProperties", f"{ptr}/propertyNames")
             else:
                 keys = content
-        keys = strings.subtract_words(keys, set(names))
+        keys = strings.subtract_words(keys, set(names)) if keys != rx.NOTHING else keys
         if keys == rx.NOTHING:
             return None
         value_schema = value_parts[0] if len(value_parts) == 1 else {"allOf": value_parts}

@@ -23,7 +23,18 @@ from fractions import Fraction
 from grammask.errors import GrammarError
 from grammask.frontends.json_schema.resolve import Document, escape_pointer
 
-__all__ = ["FALSE", "KEYWORDS", "canonical", "json_type", "merge", "normalise", "number_value", "types_of"]
+__all__ = [
+    "FALSE",
+    "KEYWORDS",
+    "canonical",
+    "json_type",
+    "merge",
+    "normalise",
+    "number_value",
+    "pattern_matches",
+    "property_schema",
+    "types_of",
+]
 
 FALSE: dict = {"_false": True}
 ALL_TYPES = frozenset({"null", "boolean", "object", "array", "string", "number", "integer"})
@@ -326,7 +337,7 @@ def types_of(schema: dict) -> frozenset[str]:
     return frozenset(types)
 
 
-def _pattern_matches(pattern: str, name: str, ptr: str) -> bool:
+def pattern_matches(pattern: str, name: str, ptr: str) -> bool:
     try:
         return re.search(pattern, name) is not None
     except re.error as exc:
@@ -340,7 +351,7 @@ def property_schema(schema: dict, name: str, ptr: str) -> object:
     else:
         parts = []
     for pattern, sub in schema.get("patternProperties", {}).items():
-        if _pattern_matches(pattern, name, ptr):
+        if pattern_matches(pattern, name, ptr):
             parts.append(sub)
     if not parts:
         parts.append(schema.get("additionalProperties", True))
@@ -389,6 +400,14 @@ def _merge_arrays(a: dict, b: dict, out: dict) -> None:
         out["items"] = _both(a.get("items", True), b.get("items", True))
 
 
+def _lcm(a: Fraction, b: Fraction, ptr: str) -> Fraction:
+    """The least common multiple of two positive steps: x is a multiple of both exactly when it is
+    a multiple of it (lcm of the numerators over gcd of the denominators, in lowest terms)."""
+    if a <= 0 or b <= 0:
+        raise GrammarError("multipleOf must be a positive number", pointer=ptr)
+    return Fraction(math.lcm(a.numerator, b.numerator), math.gcd(a.denominator, b.denominator))
+
+
 def merge(a: dict, b: dict, ptr: str) -> dict:
     """The conjunction of two normalised schemas (without `$ref`, whose `allOf` is already split)."""
     if a.get("_false") or b.get("_false"):
@@ -411,6 +430,8 @@ def merge(a: dict, b: dict, ptr: str) -> dict:
             out[key] = min(x, y)
         elif key == "uniqueItems":
             out[key] = x or y
+        elif key == "multipleOf":
+            out[key] = _lcm(_num(x, ptr, key), _num(y, ptr, key), ptr)
         elif key in ("_branches", "_not", "_exclude", "allOf"):
             out[key] = [*x, *y]
         elif key in (

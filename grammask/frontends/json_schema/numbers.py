@@ -13,9 +13,18 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from grammask.errors import GrammarError
+from grammask.frontends.json_schema import strings
 from grammask.ir import regex as rx
 
-__all__ = ["Bounds", "digit_range", "integer_regex", "number_regex"]
+__all__ = [
+    "Bounds",
+    "digit_range",
+    "integer_regex",
+    "listed_multiples",
+    "multiples_regex",
+    "number_regex",
+    "signed_multiples",
+]
 
 _DIGIT = rx.char_class([(0x30, 0x39)])
 _NONZERO = rx.char_class([(0x31, 0x39)])
@@ -269,3 +278,97 @@ def number_regex(
 
 def integer_regex(bounds: Bounds, pointer: str) -> rx.RegexNode:
     return number_regex(bounds, integer=True, pointer=pointer)
+
+
+#: Largest regex `multiples_regex` builds (its digit automaton grows fast with the step's part
+#: prime to 10; 3 fits, 7 does not).
+MULTIPLES_MAX_SIZE = 20_000
+#: Largest part of a step prime to 10 that `multiples_regex` tries (the size bound refuses most).
+MULTIPLES_MAX_FACTOR = 16
+#: Most final-digit strings the step's factors 2 and 5 may leave (10^j / 2^a 5^b for j = max(a, b)).
+MULTIPLES_MAX_SUFFIXES = 10_000
+
+
+def _residue_paths(m: int, pointer: str) -> list[list[rx.RegexNode]]:
+    """paths[u][t]: digit strings that take residue u to residue t mod m (reading r -> 10r + d),
+    by Kleene's construction; a `GrammarError` once one exceeds MULTIPLES_MAX_SIZE."""
+    step = [[rx.NOTHING] * m for _ in range(m)]
+    for u in range(m):
+        for d in range(10):
+            v = (10 * u + d) % m
+            step[u][v] = rx.alt(step[u][v], _digits(d, d))
+    paths = [[rx.alt(rx.EMPTY, step[u][v]) if u == v else step[u][v] for v in range(m)] for u in range(m)]
+    for k in range(m):
+        loop = rx.star(paths[k][k])
+        paths = [[rx.alt(paths[u][v], rx.concat(paths[u][k], loop, paths[k][v])) for v in range(m)] for u in range(m)]
+        if max(rx.size(p) for row in paths for p in row) > MULTIPLES_MAX_SIZE:
+            raise GrammarError(
+                f"multipleOf: the multiples of a step with factor {m} need too large an automaton", pointer=pointer
+            )
+    return paths
+
+
+def multiples_regex(k: int, pointer: str) -> rx.RegexNode:
+    """Canonical decimals of the non-negative integer multiples of `k` (unbounded).
+
+    k = 2^a 5^b m with m prime to 10: the last j = max(a, b) digits decide the factor 2^a 5^b,
+    and the digits before them must leave the residue mod m that the last j digits complete to 0.
+    """
+    a, b, m = 0, 0, k
+    while m % 2 == 0:
+        m, a = m // 2, a + 1
+    while m % 5 == 0:
+        m, b = m // 5, b + 1
+    j = max(a, b)
+    if m > MULTIPLES_MAX_FACTOR:
+        raise GrammarError(
+            f"multipleOf {k}: its factor {m} (prime to 10) needs too large an automaton", pointer=pointer
+        )
+    if 10**j // (k // m) > MULTIPLES_MAX_SUFFIXES:
+        raise GrammarError(f"multipleOf {k}: too many final digit strings to enumerate", pointer=pointer)
+    short = rx.words(str(n) for n in range(0, 10**j, k)) if j else rx.literal("0")
+    paths = _residue_paths(m, pointer)
+    by_residue: dict[int, list[str]] = {}
+    for s in range(0, 10**j, k // m):  # last j digits, a multiple of 2^a 5^b
+        # the leading part P (nonempty, first digit nonzero) needs P * 10^j + s ≡ 0 (mod m)
+        need = next(t for t in range(m) if (t * 10**j + s) % m == 0)
+        by_residue.setdefault(need, []).append(str(s).zfill(j))
+    longs = []
+    for need, suffixes in by_residue.items():
+        lead = rx.alt(*(rx.concat(_digits(d, d), paths[d % m][need]) for d in range(1, 10)))
+        longs.append(rx.concat(lead, rx.words(suffixes) if j else rx.EMPTY))
+    return rx.alt(short, *longs)
+
+
+#: Most multiples written out one by one next to an unbounded `multiples_regex` side.
+MULTIPLES_MAX_LISTED = 1000
+
+
+def listed_multiples(k: int, lo: int, hi: int, pointer: str) -> list[int]:
+    """The multiples of k in [lo, hi], at most MULTIPLES_MAX_LISTED of them."""
+    first = -(-lo // k) * k
+    if hi >= first and (hi - first) // k >= MULTIPLES_MAX_LISTED:
+        raise GrammarError(f"multipleOf {k}: over {MULTIPLES_MAX_LISTED} multiples to list", pointer=pointer)
+    return list(range(first, hi + 1, k))
+
+
+def signed_multiples(k: int, lo: int | None, hi: int | None, pointer: str) -> rx.RegexNode:
+    """Canonical integers that are multiples of k in [lo, hi], one end open (None): the open side is
+    `multiples_regex` (less the few multiples past the bound on that side), the other side listed."""
+    assert lo is None or hi is None
+    mags = multiples_regex(k, pointer)
+
+    def magnitudes_from(n: int) -> rx.RegexNode:  # multiples of magnitude >= n
+        return strings.subtract_words(mags, {str(v) for v in listed_multiples(k, 0, n - 1, pointer)}) if n > 0 else mags
+
+    def spelled(values: list[int]) -> rx.RegexNode:
+        return rx.words(str(v) for v in values)
+
+    if hi is None:
+        nonneg = magnitudes_from(max(lo or 0, 0))
+        if lo is None:
+            return rx.alt(nonneg, rx.concat(_MINUS, magnitudes_from(1)))
+        return rx.alt(nonneg, spelled(listed_multiples(k, lo, -1, pointer)) if lo < 0 else rx.NOTHING)
+    assert lo is None
+    negative = rx.concat(_MINUS, magnitudes_from(max(-hi, 1)))
+    return rx.alt(negative, spelled(listed_multiples(k, 0, hi, pointer)) if hi >= 0 else rx.NOTHING)

@@ -273,3 +273,53 @@ def test_merged_properties_come_in_written_order():
     assert accepts(grammar_from_json_schema(before), second) and not accepts(grammar_from_json_schema(before), first)
     parts = {"allOf": [defs["b"]], "properties": {"a": {"type": "string"}}, "required": ["a"]}
     assert accepts(grammar_from_json_schema(parts), second)
+
+
+MULTIPLE_CASES = [
+    # an integer step on an open range: a digit automaton (the last digits for 2 and 5, a
+    # residue for 3)
+    ({"multipleOf": 2}, [0, 2, -4, 3, 1.5, 10, STRICTER, 4.0]),  # integers without fraction (a departure)
+    ({"type": "integer", "multipleOf": 30, "minimum": -65}, [-60, -30, -90, 0, 30, 45, 600]),
+    ({"type": "integer", "multipleOf": 3, "exclusiveMaximum": 7}, [6, 3, 0, -3, 9, 7]),
+    # steps merge as their least common multiple
+    ({"allOf": [{"multipleOf": 2}], "anyOf": [{"multipleOf": 3}], "oneOf": [{"multipleOf": 5}]}, [30, 60, 15, 10, 7]),
+    ({"type": "array", "items": {"multipleOf": 2}, "contains": {"multipleOf": 3}}, [[2, 6], [2, 4], [], [6, 3]]),
+    ({"allOf": [{"multipleOf": 0.01}, {"multipleOf": 0.1}], "type": "number"}, [0.1, 0.2, 0.25, 1, 1.0]),
+    # an integer with a fractional step: the multiples of its numerator
+    ({"type": "integer", "multipleOf": 1.5}, [0, 3, -6, 1, 4, 9]),
+    # propertyNames from a known finite list: those keys only, in any order
+    ({"propertyNames": {"enum": ["foo", "bar"]}}, [{"foo": 1}, {"bar": 1, "foo": 2}, {"baz": 1}, {}]),
+    ({"propertyNames": {"const": "foo"}, "properties": {"bar": True}}, [{"foo": 1}, {"bar": 1}, {}]),
+    ({"propertyNames": False}, [{}, {"a": 1}, [1]]),
+    ({"propertyNames": {"type": "integer"}}, [{}, {"1": 1}]),
+    (
+        {"propertyNames": {"enum": ["ab", "b", "c"]}, "patternProperties": {"^a": {}}, "additionalProperties": False},
+        [{"ab": 1}, {"b": 1}, {}],
+    ),
+]
+
+
+@pytest.mark.parametrize(("schema", "instances"), MULTIPLE_CASES, ids=[json.dumps(c[0])[:70] for c in MULTIPLE_CASES])
+def test_multiples_and_finite_property_names(schema, instances):
+    check(schema, instances)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    k=st.sampled_from([2, 3, 4, 5, 6, 8, 12, 15, 20, 24, 25, 30, 40, 75, 125, 1000]),
+    lo=st.none() | st.integers(-500, 500),
+    xs=st.lists(st.integers(-(10**12), 10**12) | st.integers(-600, 600), max_size=12),
+)
+def test_integer_multiples_on_open_ranges_are_exact(k: int, lo: int | None, xs: list[int]):
+    schema: dict = {"type": "integer", "multipleOf": k} | ({} if lo is None else {"minimum": lo})
+    grammar = grammar_from_json_schema(schema)
+    for x in [*xs, k, -k, 0, 3 * k + 1, -(lo or 0)]:
+        assert accepts(grammar, str(x).encode()) == (x % k == 0 and (lo is None or x >= lo)), x
+
+
+def test_multiples_that_need_a_large_automaton_raise():
+    with pytest.raises(GrammarError, match="multipleOf"):
+        grammar_from_json_schema({"type": "integer", "multipleOf": 7})
+    with pytest.raises(GrammarError, match="multipleOf"):
+        grammar_from_json_schema({"type": "integer", "multipleOf": 0.123456789})
+    assert grammar_from_json_schema({"type": "integer", "multipleOf": 7}, lenient=True).warnings
