@@ -104,33 +104,66 @@ def _serve_parser(commands: Any) -> None:
         description="Serve a model over an OpenAI-compatible HTTP API (/v1/chat/completions, /v1/completions, "
         "/v1/models, /health) with structured outputs and tool calls. Needs the `server` extra.",
     )
-    srv.add_argument("--model", metavar="PATH", help="GGUF file or transformers model folder (default: the embedded SmolLM2)")
-    srv.add_argument("--served-model-name", metavar="NAME", help="the model name clients send (default: from the model)")
+    srv.add_argument(
+        "--model", metavar="PATH", help="GGUF file or transformers model folder (default: the embedded SmolLM2)"
+    )
+    srv.add_argument(
+        "--served-model-name", metavar="NAME", help="the model name clients send (default: from the model)"
+    )
     srv.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
     srv.add_argument("--port", type=int, default=8000, help="port to listen on (default: %(default)s)")
     srv.add_argument("--api-key", metavar="KEY", help="require 'Authorization: Bearer KEY' on /v1 routes")
     srv.add_argument("--device", default="cpu", help="torch device (default: %(default)s)")
     srv.add_argument(
-        "--dtype", default="float32", choices=["float32", "bfloat16", "float16"], help="weights' dtype (default: %(default)s)"
-    )
-    srv.add_argument("--max-batch", type=int, default=16, metavar="N", help="rows decoded together (default: %(default)s)")
-    srv.add_argument(
-        "--max-concurrent", type=int, default=64, metavar="N", help="requests in flight before 429 (default: %(default)s)"
-    )
-    srv.add_argument("--max-model-len", type=int, default=8192, metavar="N", help="prompt plus output tokens (default: %(default)s)")
-    srv.add_argument(
-        "--max-tokens", type=int, default=256, metavar="N", help="output tokens when a request gives none (default: %(default)s)"
+        "--dtype",
+        default="float32",
+        choices=["float32", "bfloat16", "float16"],
+        help="weights' dtype (default: %(default)s)",
     )
     srv.add_argument(
-        "--max-format-bytes", type=int, default=256 * 1024, metavar="N", help="largest schema or grammar (default: %(default)s)"
+        "--max-batch", type=int, default=16, metavar="N", help="rows decoded together (default: %(default)s)"
     )
-    srv.add_argument("--max-body-bytes", type=int, default=8 * 2**20, metavar="N", help="largest request body (default: %(default)s)")
     srv.add_argument(
-        "--compile-timeout", type=float, default=30.0, metavar="S", help="seconds one grammar may compile (default: %(default)s)"
+        "--max-concurrent",
+        type=int,
+        default=64,
+        metavar="N",
+        help="requests in flight before 429 (default: %(default)s)",
+    )
+    srv.add_argument(
+        "--max-model-len", type=int, default=8192, metavar="N", help="prompt plus output tokens (default: %(default)s)"
+    )
+    srv.add_argument(
+        "--max-tokens",
+        type=int,
+        default=256,
+        metavar="N",
+        help="output tokens when a request gives none (default: %(default)s)",
+    )
+    srv.add_argument(
+        "--max-format-bytes",
+        type=int,
+        default=256 * 1024,
+        metavar="N",
+        help="largest schema or grammar (default: %(default)s)",
+    )
+    srv.add_argument(
+        "--max-body-bytes", type=int, default=8 * 2**20, metavar="N", help="largest request body (default: %(default)s)"
+    )
+    srv.add_argument(
+        "--compile-timeout",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="seconds one grammar may compile (default: %(default)s)",
     )
     srv.add_argument("--no-jump-forward", action="store_true", help="sample forced text token by token")
     srv.add_argument(
-        "--speculative-k", type=int, default=0, metavar="N", help="draft N tokens by prompt lookup per step; 0 is off (default: 0)"
+        "--speculative-k",
+        type=int,
+        default=0,
+        metavar="N",
+        help="draft N tokens by prompt lookup per step; 0 is off (default: 0)",
     )
     srv.add_argument("--log-level", default="warning", help="uvicorn's log level (default: %(default)s)")
 

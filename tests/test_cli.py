@@ -135,3 +135,26 @@ def test_unusable_device_is_bad_input(capsys):
     if not torch.cuda.is_available():
         assert main(["generate", "hi", "--regex", "a", "--device", "cuda"]) == 2
         assert "sees no CUDA device" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv,reason",
+    [
+        (["serve", "--max-batch", "0"], "--max-batch"),
+        (["serve", "--speculative-k", "-1"], "--speculative-k"),
+        (["serve", "--port", "70000"], "--port"),
+        (["serve", "--model", "/nonexistent/model.gguf"], "no model at"),
+        (["serve", "--dtype", "int3"], "invalid choice"),
+    ],
+)
+def test_serve_bad_input_is_one_line_and_status_2(capsys, argv, reason):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("grammask: error:") and reason in err, err
+
+
+def test_serve_help_lists_the_options(capsys):
+    assert main(["serve", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    for option in ("--api-key KEY", "--speculative-k N", "--max-concurrent N", "--host HOST", "--no-jump-forward"):
+        assert option in text
