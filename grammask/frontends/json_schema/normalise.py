@@ -287,8 +287,7 @@ def _conditionals(out: dict, ptr: str) -> None:
 
     Next to unevaluated*, an `if` without `then`/`else` still counts: its annotations are seen
     when it passes. `cond ∨ true` says so without negating `cond` (an instance that passes `cond`
-    may take either branch, the first with its annotations). A `dependentRequired` object names
-    the properties a present one needs before it (the order its keys then come in).
+    may take either branch, the first with its annotations).
     """
     then, otherwise = out.pop("then", True), out.pop("else", True)
     if "if" in out:
@@ -311,7 +310,7 @@ def _conditionals(out: dict, ptr: str) -> None:
                 if not all(isinstance(n, str) for n in dep):
                     raise GrammarError(f"{key} lists must hold property names", pointer=dptr)
                 if dep:
-                    deps.append(("if", [{"properties": {name: False}}, {"required": [*dep, name]}], dptr))
+                    deps.append(("if", [{"properties": {name: False}}, {"required": [name, *dep]}], dptr))
             elif not _trivial(dep):
                 deps.append(("if", [{"properties": {name: False}}, {"required": [name], "allOf": [dep]}], dptr))
     if deps:
