@@ -24,7 +24,6 @@ from grammask.frontends.json_schema.normalise import (
     merge,
     normalise,
     number_value,
-    pattern_matches,
     property_schema,
     types_of,
 )
@@ -948,7 +947,7 @@ class Builder:
         finite = None if name_schema is None else self._finite_names(name_schema, f"{ptr}/propertyNames")
         if finite is not None:
             if keys != rx.star(rx.ANY_CHAR):  # only names some pattern matches
-                finite = [n for n in finite if any(pattern_matches(p, n, ptr) for p in patterns)]
+                finite = [n for n in finite if strings.matches(keys, n)]
             keys = rx.words(finite)
         elif name_schema is not None and set(name_schema) - {"type"}:
             content, lo, hi = self.string_content(name_schema, f"{ptr}/propertyNames")

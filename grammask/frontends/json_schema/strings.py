@@ -24,6 +24,7 @@ from grammask.ir import regex as rx
 __all__ = [
     "encode",
     "length_bounds",
+    "matches",
     "restrict_length",
     "string_literal",
     "subtract_words",
@@ -187,6 +188,16 @@ def _first_in(node: rx.RegexNode, cc: rx.CharClass) -> rx.RegexNode:
 def _derivative(node: rx.RegexNode, ch: int) -> rx.RegexNode:
     """The strings s such that chr(ch) + s is in `node` (Brzozowski)."""
     return _map_first(node, lambda c: rx.EMPTY if any(lo <= ch <= hi for lo, hi in c.ranges) else rx.NOTHING)
+
+
+def matches(node: rx.RegexNode, text: str) -> bool:
+    """Whether `node` matches the whole of `text` (by derivatives: the grammar's own reading of a
+    pattern, not Python's `re`)."""
+    for ch in text:
+        node = _derivative(node, ord(ch))
+        if node == rx.NOTHING:
+            return False
+    return rx.is_nullable(node)
 
 
 def subtract_words(node: rx.RegexNode, words: set[str] | frozenset[str]) -> rx.RegexNode:
