@@ -739,7 +739,8 @@ class Builder:
             return g.FAIL
         lo, hi = s.get("minItems", 0), s.get("maxItems")
         if hi is not None and hi < max(lo, 1):
-            return g.lex(self.ws.empty("[]")) if hi == 0 == lo else g.FAIL
+            needs_hit = "contains" in s and s.get("minContains", 1) > 0  # a hit needs an item
+            return g.lex(self.ws.empty("[]")) if hi == 0 == lo and not needs_hit else g.FAIL
         if s.get("uniqueItems") and (hi is None or hi > 1):
             unique = self._unique_array(s, ptr, depth)
             if unique is not None:

@@ -446,6 +446,8 @@ def merge(a: dict, b: dict, ptr: str) -> dict:
             continue
         elif x != y:
             raise GrammarError(f"allOf with two different {key!r} values cannot be merged exactly", pointer=ptr)
+        else:
+            out[key] = x  # the same value on both sides (a `pattern`, `format`, `contains`, ...)
     if set(a) & {"properties", "patternProperties", "additionalProperties", "required", "propertyNames"} or set(b) & {
         "properties",
         "patternProperties",

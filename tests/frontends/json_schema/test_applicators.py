@@ -323,3 +323,12 @@ def test_multiples_that_need_a_large_automaton_raise():
     with pytest.raises(GrammarError, match="multipleOf"):
         grammar_from_json_schema({"type": "integer", "multipleOf": 0.123456789})
     assert grammar_from_json_schema({"type": "integer", "multipleOf": 7}, lenient=True).warnings
+
+
+def test_a_keyword_repeated_in_merged_parts_is_kept():
+    """allOf parts with the same `pattern` (or any keyword with equal values) keep it once."""
+    check({"allOf": [{"pattern": "^a"}], "pattern": "^a", "type": "string"}, ["a", "ab", "b", ""])
+    check({"allOf": [{"not": {"type": "integer"}}, {"not": {"type": "integer"}}]}, [1, 1.5, "a"])
+    check({"allOf": [{"contains": {"const": 1}}, {"contains": {"const": 1}}]}, [[1], [2], []])
+    check({"type": ["array", "null"], "contains": {}, "maxItems": 0}, [[], None, [1]])
+    check({"oneOf": [{"items": {"type": "number"}}, {"minItems": 1}]}, [[], [1], ["a"], 1, [1, "a"]])
