@@ -332,3 +332,49 @@ def test_a_keyword_repeated_in_merged_parts_is_kept():
     check({"allOf": [{"contains": {"const": 1}}, {"contains": {"const": 1}}]}, [[1], [2], []])
     check({"type": ["array", "null"], "contains": {}, "maxItems": 0}, [[], None, [1]])
     check({"oneOf": [{"items": {"type": "number"}}, {"minItems": 1}]}, [[], [1], ["a"], 1, [1, "a"]])
+
+
+_KEYS = ("a", "b", "c")
+_VALUE_SCHEMAS = st.sampled_from([True, False, {"type": "integer"}, {"type": "string"}, {"const": 1}])
+_OBJECT_LEAF = st.fixed_dictionaries(
+    {},
+    optional={
+        "properties": st.dictionaries(st.sampled_from(_KEYS), _VALUE_SCHEMAS, min_size=1, max_size=2),
+        "required": st.lists(st.sampled_from(_KEYS), min_size=1, max_size=1),
+        "additionalProperties": st.sampled_from([False, {"type": "integer"}]),
+        "unevaluatedProperties": st.sampled_from([False, True, {"type": "string"}]),
+    },
+)
+
+
+def _applicators(inner: st.SearchStrategy) -> st.SearchStrategy:
+    pair = st.lists(inner, min_size=1, max_size=3)
+    return st.one_of(
+        st.builds(lambda s, p: {**s, "allOf": p}, _OBJECT_LEAF, pair),
+        st.builds(lambda s, p: {**s, "anyOf": p}, _OBJECT_LEAF, pair),
+        st.builds(lambda s, p: {**s, "oneOf": p}, _OBJECT_LEAF, pair),
+        st.builds(lambda s, n: {**s, "not": n}, _OBJECT_LEAF, inner),
+        st.builds(lambda s, i, t: {**s, "if": i, "then": t}, _OBJECT_LEAF, inner, inner),
+    )
+
+
+_OBJECT_INSTANCES = st.lists(
+    st.dictionaries(st.sampled_from((*_KEYS, "d")), st.sampled_from([1, "x", None]), max_size=3),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(schema=st.recursive(_OBJECT_LEAF, _applicators, max_leaves=5), instances=_OBJECT_INSTANCES)
+def test_unevaluated_properties_never_accept_an_invalid_object(schema: dict, instances: list[dict]):
+    """Random applicator trees with unevaluatedProperties: whatever compiles accepts no instance
+    jsonschema rejects (valid ones may be refused: property order, anyOf read strictly)."""
+    try:
+        grammar = grammar_from_json_schema(schema)
+    except GrammarError:
+        return
+    validator = _validator(schema)
+    for instance in instances:
+        if accepts(grammar, json.dumps(instance).encode()):
+            assert validator.is_valid(instance), json.dumps(instance)
