@@ -7,7 +7,9 @@ on a shared machine hits them alike:
 
 - constrained: the format's masks, jump-forward off (the cost of masking alone);
 - unconstrained: no format, for as many tokens as the constrained run made (the baseline);
-- jump-forward: the format with jump-forward on (forward passes saved).
+- jump-forward: the format with jump-forward on (forward passes saved);
+- with `--speculative K`, a fourth: jump-forward plus prompt-lookup speculation drafting up to K
+  tokens a step (acceptance rate, passes, and whether the tokens equal the jump-forward run's).
 
 Every constrained output is checked (JSON Schema with `jsonschema`, the rest with the recognizer);
 the report gives tokens per second side by side, their ratio, and the passes saved.
@@ -220,6 +222,17 @@ def formats() -> list[BenchFormat]:
         ),
         _gbnf("arithmetic.gbnf", "Write an arithmetic expression."),
         _gbnf("list.gbnf", "List three fruits."),
+        # Outputs that repeat their own structure or copy the prompt: where prompt lookup pays.
+        _schema(
+            "people",
+            {"type": "array", "items": _PERSON, "minItems": 1, "maxItems": 4},
+            "List the people: Alice is 30, Bob is 41, Carol is 52 and Dave is 27.",
+        ),
+        BenchFormat(
+            "quote",
+            "Repeat this sentence exactly: The quick brown fox jumps over the lazy dog near the river bank.",
+            Grammar.from_regex(r"[A-Za-z ,.]+"),
+        ),
     ]
 
 
@@ -240,8 +253,11 @@ def _valid(fmt: BenchFormat, text: str) -> bool:
     return True
 
 
-def run(formats: Sequence[BenchFormat], *, max_tokens: int = 48, model_path: str | None = None) -> dict:
-    """Run the benchmark; returns per-format rows and totals (seconds, tokens, passes)."""
+def run(
+    formats: Sequence[BenchFormat], *, max_tokens: int = 48, model_path: str | None = None, speculative: int = 0
+) -> dict:
+    """Run the benchmark; returns per-format rows and totals (seconds, tokens, passes; with
+    `speculative`, drafted and accepted tokens of the speculative run too)."""
     from grammask.compiler import compile
     from grammask.generation import chat_prompt, generate, load_model
     from grammask.generation.formats import logits_width, tokenizer_vocabulary
@@ -259,27 +275,33 @@ def run(formats: Sequence[BenchFormat], *, max_tokens: int = 48, model_path: str
         row["cold_seconds"] = time.perf_counter() - start
         # The free run gets the masked run's token count, so both pay the same prompt pass for as
         # many tokens: the difference is the cost of the masks.
-        runs = (("masked", compiled, False), ("free", None, True), ("jump", compiled, True))
+        runs = [("masked", compiled, False, 0), ("free", None, True, 0), ("jump", compiled, True, 0)]
+        runs += [("spec", compiled, True, speculative)] if speculative else []
         budget = max_tokens
-        for label, grammar, jump in runs:
+        ids: dict[str, list[int]] = {}
+        for label, grammar, jump, k in runs:
             start = time.perf_counter()
-            result = generate(model, tok, prompt, grammar, max_tokens=budget, jump_forward=jump)
+            result = generate(model, tok, prompt, grammar, max_tokens=budget, jump_forward=jump, speculative=k)
             row[label] = {
                 "seconds": time.perf_counter() - start,
                 "tokens": len(result.token_ids),
                 "passes": result.forward_passes,
                 "saved": result.passes_saved,
+                "drafted": result.drafted,
+                "accepted": result.accepted,
             }
             if grammar is not None:
                 row[label]["valid"] = _valid(fmt, result.text)
+                row["text"] = result.text
+            ids[label] = result.token_ids
             budget = max_tokens if label == "free" else len(result.token_ids)
-        row["text"] = result.text
+        if speculative:
+            row["spec"]["same"] = ids["spec"] == ids["jump"]
         rows.append(row)
-    totals = {
-        label: {k: sum(r[label][k] for r in rows) for k in ("seconds", "tokens", "passes", "saved")}
-        for label in ("free", "masked", "jump")
-    }
-    return {"rows": rows, "totals": totals}
+    labels = [label for label, *_ in runs]
+    keys = ("seconds", "tokens", "passes", "saved", "drafted", "accepted")
+    totals = {label: {k: sum(r[label][k] for r in rows) for k in keys} for label in labels}
+    return {"rows": rows, "totals": totals, "speculative": speculative}
 
 
 def _report(out: dict) -> str:
@@ -302,7 +324,37 @@ def _report(out: dict) -> str:
         f"Forward passes: masked {t['masked']['passes']}, jump-forward {t['jump']['passes']} "
         f"({t['jump']['saved']} saved for {t['jump']['tokens']} tokens). Valid outputs: {valid}/{len(out['rows'])}.",
     ]
+    if out.get("speculative"):
+        lines += ["", *_speculation_report(out)]
     return "\n".join(lines)
+
+
+def _speculation_report(out: dict) -> list[str]:
+    """The jump-forward run against the same run with speculation."""
+    t = out["totals"]
+    lines = [
+        f"Speculation (prompt lookup, up to {out['speculative']} drafted tokens a step), beside jump-forward alone:",
+        "",
+        "| format | jump-forward tok/s | speculative tok/s | passes (jump → spec) | drafted | accepted | same tokens |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in out["rows"]:
+        j, s = r["jump"], r["spec"]
+        lines.append(
+            f"| {r['name']} | {j['tokens'] / j['seconds']:.1f} | {s['tokens'] / s['seconds']:.1f} | "
+            f"{j['passes']} → {s['passes']} | {s['drafted']} | {s['accepted']} | {'yes' if s['same'] else 'NO'} |"
+        )
+    j, s = t["jump"], t["spec"]
+    same = sum(r["spec"]["same"] for r in out["rows"])
+    rate = s["accepted"] / s["drafted"] if s["drafted"] else 0.0
+    lines += [
+        "",
+        f"Totals: jump-forward {j['tokens'] / j['seconds']:.2f} tok/s, speculative {s['tokens'] / s['seconds']:.2f} "
+        f"tok/s (x{(s['tokens'] / s['seconds']) / (j['tokens'] / j['seconds']):.2f}); forward passes "
+        f"{j['passes']} → {s['passes']}; drafted {s['drafted']}, accepted {s['accepted']} ({rate:.1%}); "
+        f"same tokens {same}/{len(out['rows'])}.",
+    ]
+    return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -311,14 +363,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--model", help="GGUF file or model directory (default: embedded SmolLM2)")
     parser.add_argument("--only", help="run only the formats whose name matches this regex")
     parser.add_argument("--json", help="also write the raw numbers to this file")
+    parser.add_argument(
+        "--speculative", type=int, default=0, metavar="K", help="also run with up to K drafted tokens a step"
+    )
     args = parser.parse_args(argv)
     chosen = [f for f in formats() if not args.only or re.search(args.only, f.name)]
-    out = run(chosen, max_tokens=args.max_tokens, model_path=args.model)
+    out = run(chosen, max_tokens=args.max_tokens, model_path=args.model, speculative=args.speculative)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(out, fh, indent=1)
     print(_report(out))
-    return 0 if all(r["masked"]["valid"] and r["jump"]["valid"] for r in out["rows"]) else 1
+    # Speculation changing a token is reported, not failed: bfloat16 logits can tie (docs/generation.md).
+    labels = ("masked", "jump", "spec") if args.speculative else ("masked", "jump")
+    return 0 if all(r[label]["valid"] for r in out["rows"] for label in labels) else 1
 
 
 if __name__ == "__main__":

@@ -19,7 +19,9 @@ Speculation (`speculative=k` or a drafter): each live row's pending tokens are f
 above, stopping at the first pick that differs from the draft or where the loop would not take the
 model's next pick (forced text appended, the row ended). Every row of a batch speculates on its own
 and keeps its own accepted count: the KV columns of its rejected positions are masked out of
-attention like padding, and the columns no row kept are cropped off the cache.
+attention like padding, and the columns no row kept are cropped off the cache. A row's next draft
+has at most one token more than its last draft got accepted (a forward pass costs about as much per
+position as per pass on a small CPU, so drafts that keep failing must stay short).
 """
 
 from __future__ import annotations
@@ -99,6 +101,7 @@ class _Row:
     passes: int = 0
     short: int = 0  # tokens the model's continuation lacked when the safe end closed the format
     draft: list[int] = field(default_factory=list)  # drafted tokens fed after `pending` this step
+    draft_limit: int | None = None  # at most this many drafted tokens next step (None: the drafter's own k)
     drafted: int = 0
     accepted: int = 0
     decoder: Any = field(default_factory=lambda: codecs.getincrementaldecoder("utf-8")("replace"))
@@ -430,6 +433,7 @@ class _Decoding:
         left = self.max_tokens - len(row.tokens) - 1  # the pick after the draft needs a token too
         if self.drafter is None or left <= 0:
             return []
+        left = left if row.draft_limit is None else min(left, row.draft_limit)
         draft = self.drafter.propose(row.sequence[0, : len(row.prompt) + len(row.tokens)].tolist())[:left]
         return draft if row.matcher is None else draft[: row.matcher.validate_tokens(draft)]
 
@@ -450,6 +454,8 @@ class _Decoding:
         row.pending = row.pending[matched:]  # the matching draft tokens are in the cache already
         row.drafted += len(draft)
         row.accepted += matched
+        if draft:  # one more than this draft got accepted: failing drafts shrink to one token
+            row.draft_limit = matched + 1
         return fed + matched
 
     def _pick(self, row: _Row, logits: Any) -> int:

@@ -76,6 +76,11 @@ def greedy(logits: np.ndarray, matcher: Matcher | None) -> int:
     return int(np.argmax(apply_token_bitmask(logits[None], bitmask)[0]))
 
 
+def argmax(logits: np.ndarray, matcher: Matcher | None) -> int:
+    """The unmasked greedy pick, for a row without a matcher."""
+    return int(np.argmax(logits))
+
+
 def favouring(*tokens: int) -> np.ndarray:
     """Logits at `len(tokens)` positions, position i preferring `tokens[i]` (then lower ids)."""
     logits = np.zeros((len(tokens), len(TOKENS)), dtype=np.float32)
@@ -127,8 +132,8 @@ def test_verification_stops_at_the_end_token(compiled):
     assert verify_draft(matcher, draft, favouring(A, B, DASH, D1, END, D1, D1), greedy) == [A, B, DASH, D1, END]
     assert matcher.is_finished()
     # Without a matcher, `end_ids` says which tokens end the text.
-    argmax = lambda row, _: int(np.argmax(row))  # noqa: E731
-    assert verify_draft(None, [D1, END, D1], favouring(D1, END, D1, D1), argmax, end_ids={END}) == [D1, END]
+    unmasked = verify_draft(None, [D1, END, D1], favouring(D1, END, D1, D1), argmax, end_ids={END})
+    assert unmasked == [D1, END]
 
 
 def test_on_accept_stops_verification_after_a_token(compiled):
@@ -220,3 +225,19 @@ def test_speculation_in_a_batch_streamed_and_with_stop_strings(smollm2):
     pieces = list(stream)
     assert stream.result is not None and stream.result.finish_reason == "stop"
     assert "".join(pieces) == stream.result.text == plain[1].text[: plain[1].text.index("9")]
+
+
+@pytest.mark.model
+def test_seeded_sampling_draws_the_same_tokens_with_and_without_speculation(smollm2):
+    from grammask.generation import chat_prompt, generate
+
+    model, tok = smollm2
+    prompt = chat_prompt(tok, "People as JSON: Alice is 30, Bob is 41, Carol is 52.")
+    runs = [
+        generate(
+            model, tok, prompt, Grammar.from_json_schema(PEOPLE), max_tokens=36, temperature=0.8, seed=7, speculative=k
+        )
+        for k in (0, 4)
+    ]
+    assert runs[0].token_ids == runs[1].token_ids
+    assert runs[1].accepted > 0
