@@ -153,6 +153,11 @@ def settle(s: dict) -> dict:
     return s
 
 
+def _declared(s: dict) -> frozenset[str]:
+    """The property names an object schema lists (its `properties` and `required`)."""
+    return frozenset(s.get("properties", {})) | frozenset(s.get("required", []))
+
+
 def _unconstraining(key: str, value: object) -> bool:
     """Whether the keyword, as written, constrains nothing (so its negation is empty)."""
     if key in ("additionalProperties", "items", "propertyNames", "contains"):
@@ -409,7 +414,7 @@ class Builder:
             if others:
                 try:
                     for j in others:
-                        self.negation(self.flatten(subs[j], f"{bptr}/{j}"), f"{bptr}/{j}", types_of(o))
+                        self.negation(self.flatten(subs[j], f"{bptr}/{j}"), f"{bptr}/{j}", types_of(o), _declared(o))
                 except GrammarError as exc:
                     self.unsupported(f"oneOf whose branches may overlap ({exc.reason})", bptr)
                     return options
@@ -449,7 +454,7 @@ class Builder:
             if rest:
                 s["_not"] = rest
             try:
-                disjuncts = self.negation(self.flatten(sub, nptr), nptr, types_of(s))
+                disjuncts = self.negation(self.flatten(sub, nptr), nptr, types_of(s), _declared(s))
             except GrammarError as exc:
                 self.unsupported(f"this 'not' cannot be enforced exactly: {exc.reason}", nptr)
                 continue
@@ -459,14 +464,17 @@ class Builder:
             if not live:
                 return dict(FALSE)
             if len(live) == 1:
-                s = merge(s, self.flatten(live[0], nptr), nptr)
+                s = merge(s, self.part(self.flatten(live[0], nptr), nptr), nptr)  # its unevaluated* is its own
             else:
                 s["_branches"] = [("anyOf", live, nptr), *s.get("_branches", [])]
         return s
 
-    def negation(self, n: dict, ptr: str, context: frozenset[str]) -> list[dict]:
+    def negation(
+        self, n: dict, ptr: str, context: frozenset[str], declared: frozenset[str] = frozenset()
+    ) -> list[dict]:
         """Schemas whose union is exactly the complement of the flattened `n` (for values whose type
-        is in `context`); a `GrammarError` when the complement has no such finite form."""
+        is in `context`, in a schema that names the properties `declared`); a `GrammarError` when
+        the complement has no such finite form."""
         self._negations += 1
         if self._negations > MAX_NEGATIONS:
             raise GrammarError("too many nested negations", pointer=ptr)
@@ -511,14 +519,20 @@ class Builder:
             elif key == "_nonint":
                 out.append({"type": ["integer"]})
             elif key in ("prefixItems", "items", "additionalProperties"):
-                out += self._negate_members(n, key, ptr)
+                out += self._negate_members(n, key, ptr, declared)
             elif key not in ("type", "enum", "_exclude") and not _unconstraining(key, value):
                 raise GrammarError(f"the negation of {key!r} has no exact form", pointer=ptr)
         return out
 
-    def _negate_members(self, n: dict, key: str, ptr: str) -> list[dict]:
+    def _negate_members(self, n: dict, key: str, ptr: str, declared: frozenset[str]) -> list[dict]:
         """The complement of `prefixItems`, `items` or `additionalProperties` (on arrays/objects):
-        some item or property that fails its schema, where that has a finite form."""
+        some item or property that fails its schema, where that has a finite form.
+
+        `additionalProperties: false` next to `properties` P: some key outside P, either a name the
+        enclosing schema declares (`declared`, each its own disjunct) or an additional key there
+        (`_extra`). A key the enclosing schema only declares later, through a branch merged after
+        the negation, is not a witness: stricter, never looser.
+        """
         if key == "prefixItems":
             return [
                 {"type": ["array"], "minItems": i + 1, "prefixItems": [*[True] * i, {"not": sub}]}
@@ -535,8 +549,15 @@ class Builder:
                 return [{"type": ["array"], "minItems": start + 1}]
             if start == 0:
                 return [{"type": ["array"], "contains": {"not": value}}]
-        elif empty and not n.get("properties") and not n.get("patternProperties"):
-            return [{"type": ["object"], "minProperties": 1}]
+        elif empty and not n.get("patternProperties"):
+            own = n.get("properties", {})
+            if not own:
+                return [{"type": ["object"], "minProperties": 1}]
+            others = sorted(declared - set(own))
+            return [
+                *({"type": ["object"], "required": [name]} for name in others),
+                {"type": ["object"], "properties": dict.fromkeys(own, True), "_extra": True},
+            ]
         raise GrammarError(f"the negation of {key!r} has no exact form", pointer=ptr)
 
     # -- scalars -----------------------------------------------------------------------------
@@ -784,8 +805,8 @@ class Builder:
         """
         c_lo, c_hi = s.get("minContains", 1), s.get("maxContains")
         cptr = f"{ptr}/contains"
-        items_s = self.flatten(items, f"{ptr}/items")
-        hit = self.build(merge(items_s, self.flatten(s["contains"], cptr), ptr), cptr, depth + 1)
+        items_s = self.part(self.flatten(items, f"{ptr}/items"), f"{ptr}/items")
+        hit = self.build(merge(items_s, self.part(self.flatten(s["contains"], cptr), cptr), ptr), cptr, depth + 1)
         open_, close = g.lex(self.ws.open("[", depth)), g.lex(self.ws.close("]", depth))
         if c_hi is None:
             skip = g.star(g.seq(rest, comma))
@@ -902,7 +923,7 @@ class Builder:
         def body(i: int, count: int) -> g.Expr:
             sep = comma if count else g.EMPTY_SEQ
             if i == len(items):
-                n_lo = max(need - count, 0)
+                n_lo = max(need - count, 1 if s.get("_extra") else 0)
                 n_hi = None if hi is None else hi - count
                 if extra is None:
                     return g.EMPTY_SEQ if n_lo == 0 else g.FAIL
@@ -917,7 +938,7 @@ class Builder:
             for i in reversed(range(len(items) + 1)):  # bottom-up, so long objects need no deep recursion
                 for count in range(min(i, cap) + 1):
                     state(i, count)
-        empty_ok = lo == 0 and not required
+        empty_ok = lo == 0 and not required and not s.get("_extra")
         filled = g.seq(g.lex(self.ws.open("{", depth)), state(0, 0), g.lex(self.ws.close("}", depth)))
         return g.alt(g.lex(self.ws.empty("{}")), filled) if empty_ok else filled
 

@@ -6,7 +6,9 @@ satisfies. `anyOf`/`oneOf` become `_branches` entries `(kind, subschemas, pointe
 `else`, `dependencies`, `dependentRequired` and `dependentSchemas` become entries of kind "if" there
 (an anyOf of exclusive branches: `(if ∧ then) ∨ (¬if ∧ else)`, `¬a ∨ (a ∧ deps)`); `not` becomes
 `_not` entries `(subschema, pointer)`; `_exclude` lists values the instance must differ from (the
-negation of an `enum`); `_nonint` keeps only non-integer numbers (the negation of `type: integer`).
+negation of an `enum`); `_nonint` keeps only non-integer numbers (the negation of `type: integer`);
+`_extra` asks an object for at least one key it does not name (the negation of
+`additionalProperties: false`).
 Merging intersects keyword by keyword; property-wise it keeps each object's own
 `additionalProperties` meaning (a property one side does not declare gets that side's additional
 or pattern schema), and the merged `properties` order is the first schema's followed by the new
@@ -92,6 +94,7 @@ KEYWORDS = frozenset(
         "_not",
         "_exclude",
         "_nonint",
+        "_extra",
     }
 )
 

@@ -77,6 +77,9 @@ def conforms(value: Any, schema: dict, ptr: str, resolve: Resolve) -> bool:
             return False
         if any(name not in value for name in schema.get("required", [])):
             return False
+        named = set(schema.get("properties", {})) | set(schema.get("required", []))
+        if schema.get("_extra") and all(name in named for name in value):
+            return False
         for name, item in value.items():
             if "propertyNames" in schema and not conforms(name, resolve(schema["propertyNames"], ptr), ptr, resolve):
                 return False

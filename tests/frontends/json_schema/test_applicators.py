@@ -152,7 +152,7 @@ def test_grammar_agrees_with_jsonschema(schema, instances):
 @pytest.mark.parametrize(
     ("schema", "fragment"),
     [
-        ({"not": {"type": "object", "properties": {"a": True}, "additionalProperties": False}}, "additionalProperties"),
+        ({"not": {"properties": {"a": True}, "additionalProperties": {"type": "string"}}}, "additionalProperties"),
         ({"not": {"items": {"type": "string"}, "prefixItems": [True]}}, "items"),
     ],
 )
@@ -378,3 +378,53 @@ def test_unevaluated_properties_never_accept_an_invalid_object(schema: dict, ins
     for instance in instances:
         if accepts(grammar, json.dumps(instance).encode()):
             assert validator.is_valid(instance), json.dumps(instance)
+
+
+CLOSED_OBJECT_CASES = [
+    # not of a closed object: some key outside its properties (declared here, or additional)
+    (
+        {"type": "object", "not": {"properties": {"a": True}, "additionalProperties": False}},
+        [{}, {"a": 1}, {"b": 1}, {"a": 1, "b": 2}],
+    ),
+    (
+        {
+            "type": "object",
+            "properties": {"a": {}, "b": {}},
+            "not": {"properties": {"a": True}, "additionalProperties": False},
+        },
+        [{}, {"a": 1}, {"b": 1}, {"a": 1, "b": 2}, {"c": 1}],
+    ),
+    # oneOf of closed variants without a required property to tell them apart
+    (
+        {
+            "oneOf": [
+                {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": False},
+                {"type": "object", "properties": {"b": {"type": "string"}}, "additionalProperties": False},
+            ]
+        },
+        [{"a": 1}, {"b": "x"}, {}, {"a": 1, "b": "x"}, {"c": 1}, {"a": "x"}],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("schema", "instances"), CLOSED_OBJECT_CASES, ids=[str(i) for i in range(len(CLOSED_OBJECT_CASES))]
+)
+def test_negated_closed_objects(schema, instances):
+    check(schema, instances)
+
+
+def test_unevaluated_inside_a_negation_or_contains_sees_only_its_own_schema():
+    """A folded `not not S` or a `contains` hit merges S in: S's unevaluated* is settled on S first."""
+    check(
+        {"not": {"not": {"properties": {"a": False}, "unevaluatedProperties": {"type": "string"}}}},
+        [{"d": "x", "b": None}, {"d": "x"}, {}],
+    )
+    check(
+        {
+            "type": "array",
+            "contains": {"properties": {"a": True}, "unevaluatedProperties": False},
+            "items": {"properties": {"b": True}},
+        },
+        [[{"a": 1, "b": 1}], [{"a": 1}], [{"b": 1}, {"a": 2}]],
+    )
