@@ -434,8 +434,11 @@ class _Decoding:
         if self.drafter is None or left <= 0:
             return []
         left = left if row.draft_limit is None else min(left, row.draft_limit)
-        draft = self.drafter.propose(row.sequence[0, : len(row.prompt) + len(row.tokens)].tolist())[:left]
-        return draft if row.matcher is None else draft[: row.matcher.validate_tokens(draft)]
+        context = row.sequence[0, : len(row.prompt) + len(row.tokens)].tolist()
+        draft = [int(t) for t in self.drafter.propose(context)][:left]
+        if row.matcher is not None:
+            return draft[: row.matcher.validate_tokens(draft)]
+        return draft[: next((i for i, t in enumerate(draft) if not 0 <= t < self.vocab.size), len(draft))]
 
     def _verify(self, row: _Row, logits: Any) -> int:
         """Take the tokens `verify_draft` accepts from `row`'s draft; returns how many of the columns
