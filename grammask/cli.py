@@ -165,6 +165,13 @@ def _serve_parser(commands: Any) -> None:
         metavar="N",
         help="draft N tokens by prompt lookup per step; 0 is off (default: 0)",
     )
+    srv.add_argument(
+        "--speculative-max-batch",
+        type=int,
+        default=4,
+        metavar="N",
+        help="draft only while at most N rows are decoded together (default: %(default)s)",
+    )
     srv.add_argument("--log-level", default="warning", help="uvicorn's log level (default: %(default)s)")
 
 
@@ -200,6 +207,7 @@ def _serve(args: argparse.Namespace) -> None:
         compile_timeout_s=args.compile_timeout if args.compile_timeout > 0 else None,
         jump_forward=not args.no_jump_forward,
         speculative_k=args.speculative_k,
+        speculative_max_batch=args.speculative_max_batch,
     )
     serve(
         options,

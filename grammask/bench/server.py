@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -187,7 +188,8 @@ def run_config(
 def report(runs: list[dict[str, Any]], env: dict[str, str], command: str) -> str:
     """A markdown table of the runs, for docs/benchmarks.md."""
     lines = [
-        f"`{command}`, {env['date']}, {env['machine']}, Python {env['python']}, grammask {env['grammask']}.",
+        f"`{command}`, {env['date']}, {env['machine']}, Python {env['python']}, grammask {env['grammask']}, "
+        f"load average at the end {os.getloadavg()[0]:.1f}.",
         "",
         "| clients | jump-forward | speculative k | requests | failed | valid | latency p50 / p99 s | TTFT p50 / p99 s "
         "| tokens/s | passes per token | draft acceptance |",

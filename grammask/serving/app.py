@@ -55,6 +55,7 @@ class ServerOptions:
     compile_threads: int = 2
     jump_forward: bool = True
     speculative_k: int = 0
+    speculative_max_batch: int = 4
 
 
 @dataclass
@@ -90,6 +91,7 @@ class Engine:
             max_batch=self.options.max_batch,
             jump_forward=self.options.jump_forward,
             speculative_k=self.options.speculative_k,
+            speculative_max_rows=self.options.speculative_max_batch,
         )
         self.pool = ThreadPoolExecutor(self.options.compile_threads, thread_name_prefix="grammask-compile")
         self.limits = with_timeout(DEFAULT_LIMITS, self.options.compile_timeout_s)
