@@ -64,6 +64,7 @@ TIME = {
 def server():
     args = ["--api-key", KEY, "--max-concurrent", str(MAX_CONCURRENT), "--max-batch", "8", "--speculative-k", "3"]
     args += ["--max-model-len", "2048", "--max-format-bytes", "20000", "--compile-timeout", "20"]
+    args += ["--max-body-bytes", "300000"]
     with running(*args) as srv:
         yield srv
 
@@ -340,6 +341,12 @@ def test_malformed_json_body(server):
     status, body = raw(server, "/v1/chat/completions", b'{"model": "x", "messages": [')
     assert status == 400 and set(body["error"]) == {"message", "type", "param", "code"}
     assert "not valid JSON" in body["error"]["message"]
+
+
+def test_oversized_body_is_413(server):
+    body = {"model": MODEL, "messages": [{"role": "user", "content": "x" * 400_000}]}
+    status, answer = raw(server, "/v1/chat/completions", body)
+    assert status == 413 and answer["error"]["code"] == "request_too_large"
 
 
 def test_missing_or_wrong_api_key(server):
