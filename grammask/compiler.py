@@ -3,7 +3,8 @@
 A compiled grammar holds the parser (vocabulary-independent), the token-mask computer for one
 vocabulary, and the one bounded cache (`LRUCache`) where both keep what they learn while
 decoding. Many matchers, in many threads, can share one. `compile` keeps the most recently used
-compiled grammars, keyed by grammar and vocabulary fingerprint, within a total byte budget.
+compiled grammars, keyed by a digest of the grammar (not the grammar itself, which
+would stay alive) and the vocabulary's fingerprint, within a total byte budget.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from grammask.engine.masks import MaskComputer
 from grammask.engine.parser import Parser
 from grammask.errors import GrammarError
 from grammask.ir.grammar import Grammar, Token
+from grammask.ir.hashing import digest
 from grammask.ir.normalise import BNF, normalise
 from grammask.limits import DEFAULT_LIMITS, Limits, deadline
 from grammask.lru import CacheStats, LRUCache
@@ -29,7 +31,10 @@ class CompiledGrammar:
     """A grammar compiled against a vocabulary. Make one with `grammask.compile`."""
 
     def __init__(self, grammar: Grammar, vocab: Vocabulary, limits: Limits = DEFAULT_LIMITS) -> None:
-        self.grammar = grammar
+        # The grammar's IR is not kept: once its lexemes are compiled nothing reads it, and a
+        # long-lived tree of small objects would only slow Python's garbage collector.
+        #: The name of the grammar's start rule.
+        self.start = grammar.start
         self.vocab = vocab
         self.limits = limits
         #: What a lenient front-end dropped (e.g. an unenforceable JSON Schema keyword).
@@ -91,7 +96,7 @@ def compile(grammar: Grammar, vocab: Vocabulary, *, limits: Limits | None = None
     The cache keeps at most `limits.max_cached_grammars` grammars holding at most
     `limits.max_compile_cache_bytes` together, least recently used out first."""
     limits = limits or DEFAULT_LIMITS
-    key = (grammar.start, tuple(grammar.rules.items()), tuple(grammar.warnings), vocab.fingerprint, limits)
+    key = (digest(grammar.start, grammar.rules, grammar.warnings), vocab.fingerprint, limits)
     with _cache_lock:
         found = _cache.get(key)
         if found is not None:

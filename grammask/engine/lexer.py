@@ -19,7 +19,8 @@ State 0 is dead: no pair alive, its row all zeros.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from array import array
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -30,6 +31,9 @@ from grammask.limits import Limits
 __all__ = ["Lexer"]
 
 Pairs = tuple[tuple[int, int], ...]
+
+#: Bytes of one byte-stepping row (`Lexer.row`): 256 machine ints and the array object.
+_ROW_BYTES = 4 * 256 + 80
 
 
 class Lexer:
@@ -54,7 +58,8 @@ class Lexer:
         self._owner = np.full(capacity, -1, dtype=np.int32)
         #: per state: the terminals whose lexeme is complete there
         self.accepts: list[tuple[int, ...]] = [()]
-        self._rows: dict[int, list[int]] = {0: [0] * 256}
+        #: rows as machine-int arrays: indexed as fast as lists, and never scanned by Python's GC
+        self._rows: dict[int, array[int]] = {0: array("i", bytes(4 * 256))}
 
     @property
     def n_states(self) -> int:
@@ -62,7 +67,8 @@ class Lexer:
 
     @property
     def nbytes(self) -> int:
-        return int(self.table.nbytes + self.expanded.nbytes + self.accepting.nbytes) + 200 * self.n_states
+        tables = self.table.nbytes + self.expanded.nbytes + self.accepting.nbytes + self._owner.nbytes
+        return int(tables) + 200 * self.n_states + _ROW_BYTES * len(self._rows)
 
     def pairs(self, state: int) -> Pairs:
         """The `(terminal, DFA state)` pairs alive in `state`."""
@@ -143,12 +149,12 @@ class Lexer:
 
     # -- rows -------------------------------------------------------------------------------------
 
-    def row(self, state: int) -> list[int]:
-        """The successor of `state` on each byte, as a list (for byte-at-a-time stepping)."""
+    def row(self, state: int) -> Sequence[int]:
+        """The successor of `state` on each byte (for byte-at-a-time stepping)."""
         found = self._rows.get(state)
         if found is None:
             self.ensure(np.array([state]))
-            found = self._rows[state] = self.table[state].tolist()
+            found = self._rows[state] = array("i", self.table[state].tobytes())
         return found
 
     def step(self, state: int, byte: int) -> int:

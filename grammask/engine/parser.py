@@ -123,13 +123,14 @@ class Parser:
     ) -> None:
         """`token_ids[k]` gives the token ids that `Token` terminal k matches (empty for lexemes).
         Derived data goes to `cache` (a fresh one under `limits.max_cache_bytes` if None)."""
-        self.bnf = bnf
         self.limits = limits
         self.cache = cache if cache is not None else LRUCache(limits.max_cache_bytes)
         self.lhs = [lhs for lhs, _ in bnf.productions]
         self.rhs = [rhs for _, rhs in bnf.productions]
         self.is_lexeme = [isinstance(t, Lex) for t in bnf.terminals]
         self.token_ids = token_ids
+        #: the regexes of lexemes not compiled yet (dropped once compiled: see `dfa`)
+        self._regexes = {k: t.regex for k, t in enumerate(bnf.terminals) if isinstance(t, Lex)}
         self._dfas: dict[int, ByteDFA] = {}
         self.lexer = Lexer(self.dfa, limits)
         self._sets: dict[tuple[frozenset[Item], bool], EarleySet] = {}
@@ -137,7 +138,7 @@ class Parser:
         self._configs: dict[tuple[frozenset[tuple[EarleySet, int]], bool], Config] = {}
         self._lock = threading.Lock()
         self.placeholder = _placeholder()
-        self._init_prediction()
+        self._init_prediction(bnf.n_nonterminals)
         self.root = self._make_set({(0, 0, None)})
         self.initial = self.config_after_set(self.root)
 
@@ -148,8 +149,7 @@ class Parser:
 
     # -- grammar analysis -------------------------------------------------------------------------
 
-    def _init_prediction(self) -> None:
-        n = self.bnf.n_nonterminals
+    def _init_prediction(self, n: int) -> None:
         by_lhs: list[list[int]] = [[] for _ in range(n)]
         for p, lhs in enumerate(self.lhs):
             by_lhs[lhs].append(p)
@@ -194,13 +194,18 @@ class Parser:
     # -- lexemes --------------------------------------------------------------------------------
 
     def dfa(self, terminal: int) -> ByteDFA:
-        """The DFA of lexeme terminal `terminal` (compiled once, by `compile_lexemes` or on demand)."""
+        """The DFA of lexeme terminal `terminal` (compiled once, by `compile_lexemes` or on demand).
+
+        The regex is dropped once compiled: a parse never needs it again, and the IR's many small
+        objects would stay alive as long as the grammar."""
         found = self._dfas.get(terminal)
         if found is None:
-            term = self.bnf.terminals[terminal]
-            assert isinstance(term, Lex)
-            found = compile_regex(term.regex, limits=self.limits)
-            self._dfas[terminal] = found
+            with self._lock:
+                found = self._dfas.get(terminal)
+                if found is None:
+                    found = compile_regex(self._regexes[terminal], limits=self.limits)
+                    self._dfas[terminal] = found
+                    del self._regexes[terminal]
         return found
 
     def compile_lexemes(self) -> None:

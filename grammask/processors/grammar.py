@@ -54,7 +54,7 @@ class GrammarConstraint:
         self.vocab_size = sizes.pop()
 
     def __repr__(self) -> str:
-        starts = [None if g is None else g.grammar.start for g in self.grammars]
+        starts = [None if g is None else g.start for g in self.grammars]
         return f"GrammarConstraint({starts if self.per_row else starts[0]!r})"
 
     def init(self, batch: int) -> GrammarState:
