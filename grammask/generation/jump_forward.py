@@ -79,6 +79,41 @@ class CanonicalTokenizer:
             return kept[:-1]
         return [t for t, e in zip(kept, kept_ends, strict=True) if e <= stable_end]
 
+    def advance_forced(self, matcher: Matcher, generated: Sequence[int], left: int) -> list[int]:
+        """Advance `matcher` over the stable canonical tokens of the text it forces (at most `left`)
+        and return them: the jump-forward step of `generate` and of the server's decode loop."""
+        forced = matcher.forced_bytes()
+        if not forced:
+            return []
+        end = matcher.copy()
+        final = end.advance_bytes(forced) and nothing_but_end_follows(end)
+        taken = []
+        for token in self.forced_tokens(generated, forced, final=final)[:left]:
+            if not matcher.advance(token):
+                break
+            taken.append(token)
+        return taken
+
+    def completion(self, matcher: Matcher) -> list[int] | None:
+        """The tokens of the shortest completion from `matcher` (None if none was found)."""
+        text = matcher.shortest_completion()
+        if text is None:
+            return None
+        tokens = self.encode(text.decode("utf-8")) if text else []
+        check = matcher.copy()
+        if not all(check.advance(t) for t in tokens) or not check.can_finish():
+            return None
+        return tokens
+
+    def needed(self, matcher: Matcher, left: int) -> int | None:
+        """The tokens the shortest completion from `matcher` takes when that is more than `left`;
+        None when it fits, or when no completion is known (the safe end cannot help then)."""
+        text = matcher.shortest_completion()
+        if text is None or len(text) <= left:  # a text token holds at least one byte
+            return None
+        tokens = self.completion(matcher)
+        return None if tokens is None or len(tokens) <= left else len(tokens)
+
     def _last_chunk_start(self, text: str) -> int | None:
         """Byte offset where the pre-tokenizer's last chunk of `text` starts (None: no pre-tokenizer)."""
         if self._pre is None:

@@ -272,31 +272,9 @@ def check_budget(compiled: CompiledGrammar, tokenizer: Any, max_tokens: int) -> 
     `generate` checks this before decoding (with `safe_end`); it needs only the tokenizer, so a
     caller can check before loading the model's weights.
     """
-    needed = _needed(compiled.matcher(), CanonicalTokenizer(tokenizer, compiled.vocab), max_tokens)
+    needed = CanonicalTokenizer(tokenizer, compiled.vocab).needed(compiled.matcher(), max_tokens)
     if needed is not None:
         raise ValueError(f"the format needs at least {needed} tokens but max_tokens is {max_tokens}")
-
-
-def _completion(matcher: Matcher, canonical: CanonicalTokenizer) -> list[int] | None:
-    """The tokens of the shortest completion from `matcher` (None if none was found)."""
-    text = matcher.shortest_completion()
-    if text is None:
-        return None
-    tokens = canonical.encode(text.decode("utf-8")) if text else []
-    check = matcher.copy()
-    if not all(check.advance(t) for t in tokens) or not check.can_finish():
-        return None
-    return tokens
-
-
-def _needed(matcher: Matcher, canonical: CanonicalTokenizer, left: int) -> int | None:
-    """The tokens the shortest completion from `matcher` takes when that is more than `left`; None
-    when it fits, or when no completion is known (the safe end cannot help then)."""
-    text = matcher.shortest_completion()
-    if text is None or len(text) <= left:  # a text token holds at least one byte
-        return None
-    tokens = _completion(matcher, canonical)
-    return None if tokens is None or len(tokens) <= left else len(tokens)
 
 
 def _start_row(
@@ -491,31 +469,17 @@ class _Decoding:
         new = list(picked)
         left = self.max_tokens - len(row.tokens) - len(new)
         if self.jump_forward and left > 0:
-            new += self._forced(trial, row.tokens + new, left)
+            new += self.canonical.advance_forced(trial, row.tokens + new, left)
             left = self.max_tokens - len(row.tokens) - len(new)
         # Invariant of the safe end: the shortest completion from `row.matcher` fits in the tokens
         # left. A pick that would break it is undone and that completion appended instead.
-        needed = _needed(trial, self.canonical, left) if self.safe_end and picked else None
+        needed = self.canonical.needed(trial, left) if self.safe_end and picked else None
         if needed is not None:
             row.short = needed - left
-            self._append(row, _completion(matcher, self.canonical) or [], "length")
+            self._append(row, self.canonical.completion(matcher) or [], "length")
             return
         row.matcher = trial
         self._append(row, new, "eos" if nothing_but_end_follows(trial) else None)
-
-    def _forced(self, matcher: Matcher, generated: list[int], left: int) -> list[int]:
-        """Canonical tokens for the text `matcher` forces (at most `left`); advances `matcher`."""
-        forced = matcher.forced_bytes()
-        if not forced:
-            return []
-        end = matcher.copy()
-        final = end.advance_bytes(forced) and nothing_but_end_follows(end)
-        taken = []
-        for token in self.canonical.forced_tokens(generated, forced, final=final)[:left]:
-            if not matcher.advance(token):
-                break
-            taken.append(token)
-        return taken
 
     def _append(self, row: _Row, tokens: list[int], reason: str | None = None) -> None:
         """Add generated tokens to `row` (ids, text), then end it for a stop string, for `reason`

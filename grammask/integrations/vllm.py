@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import json
 import logging
 import typing
 from typing import Any
@@ -37,11 +36,11 @@ from vllm.v1.structured_output.backend_types import (
     StructuredOutputOptions,
 )
 from vllm.v1.structured_output.request import get_structured_output_key
-from vllm.v1.structured_output.utils import grammar_is_likely_lark
 
 import grammask
 from grammask import Grammar
 from grammask.errors import GrammaskError
+from grammask.integrations.structured_outputs import grammar_for
 from grammask.vocab import Vocabulary
 
 __all__ = ["SUPPORTED_VERSIONS", "GrammaskBackend", "GrammaskGrammar", "build_grammar", "register"]
@@ -58,20 +57,7 @@ def build_grammar(request_type: StructuredOutputOptions, spec: str, *, compact: 
 
     JSON Schemas are strict (a missing `additionalProperties` means false), as in xgrammar.
     """
-    whitespace = "compact" if compact else "flexible"
-    if request_type is StructuredOutputOptions.JSON:
-        return Grammar.from_json_schema(spec, whitespace=whitespace, strict=True)
-    if request_type is StructuredOutputOptions.JSON_OBJECT:
-        return Grammar.from_json_schema({"type": "object"}, whitespace=whitespace, strict=False)
-    if request_type is StructuredOutputOptions.REGEX:
-        return Grammar.from_regex(spec)
-    if request_type is StructuredOutputOptions.CHOICE:
-        return Grammar.choice(json.loads(spec))
-    if request_type is StructuredOutputOptions.GRAMMAR:
-        return Grammar.from_lark(spec) if grammar_is_likely_lark(spec) else Grammar.from_ebnf(spec)
-    if request_type is StructuredOutputOptions.STRUCTURAL_TAG:
-        return Grammar.from_structural_tag(spec, whitespace=whitespace, strict=True)
-    raise ValueError(f"unknown structured output type {request_type!r}")
+    return grammar_for(request_type.name.lower(), spec, compact=compact)
 
 
 # -- the backend and the per-request grammar ---------------------------------------------------------

@@ -20,6 +20,7 @@ from typing import Any
 
 from grammask.errors import GrammarError
 from grammask.grammar import Grammar
+from grammask.integrations.structured_outputs import grammar_for
 from grammask.limits import DEFAULT_LIMITS, Limits
 from grammask.serving.protocol import APIError, ResponseFormat, StructuredOutputs
 
@@ -106,34 +107,10 @@ def request_grammar(
 
 
 def _build(kind: str, spec: Any, compact: bool, limits: Limits) -> Grammar:
-    whitespace = "compact" if compact else "flexible"
     if kind == "json_schema":
         schema, strict = spec
-        return Grammar.from_json_schema(schema, whitespace=whitespace, strict=strict, limits=limits)
-    if kind == "json":
-        if isinstance(spec, str):
-            spec = json.loads(spec)
-        return Grammar.from_json_schema(spec, whitespace=whitespace, strict=True, limits=limits)
-    if kind == "json_object":
-        return Grammar.from_json_schema({"type": "object"}, whitespace=whitespace, limits=limits)
-    if kind == "regex":
-        _expect(spec, str, kind)
-        return Grammar.from_regex(spec)
-    if kind == "choice":
-        if not isinstance(spec, list) or not spec or not all(isinstance(c, str) for c in spec):
-            raise ValueError("choice is a non-empty list of strings")
-        return Grammar.choice(spec)
-    if kind == "grammar":
-        _expect(spec, str, kind)
-        return Grammar.from_ebnf(spec) if "::=" in spec else Grammar.from_lark(spec)
-    if kind == "structural_tag":
-        return Grammar.from_structural_tag(spec, whitespace=whitespace, strict=True)
-    raise AssertionError(kind)
-
-
-def _expect(value: Any, kind: type, name: str) -> None:
-    if not isinstance(value, kind):
-        raise ValueError(f"{name} must be a {kind.__name__}")
+        return grammar_for("json", schema, compact=compact, strict=strict, limits=limits)
+    return grammar_for(kind, spec, compact=compact, limits=limits)
 
 
 def with_timeout(limits: Limits, seconds: float | None) -> Limits:

@@ -40,7 +40,6 @@ from grammask.bitmask import allocate_bitmask
 from grammask.compiler import CompiledGrammar
 from grammask.errors import GenerationError
 from grammask.generation.jump_forward import CanonicalTokenizer, nothing_but_end_follows
-from grammask.generation.loop import _completion, _needed
 from grammask.matcher import Matcher
 from grammask.processors import GenerationContext, Temperature, TopP, apply_token_bitmask, masked_softmax
 from grammask.processors import greedy as greedy_pick
@@ -431,7 +430,7 @@ class Scheduler:
                 return False
             if matcher is not None and self.safe_end:
                 left = row.req.max_tokens - len(row.generated) - 1
-                needed = _needed(matcher, self.canonical, left)
+                needed = self.canonical.needed(matcher, left)
                 if needed is not None:
                     matcher.rollback(1)
                     safe_end.append(needed - left)
@@ -458,7 +457,7 @@ class Scheduler:
         if safe_end:
             assert matcher is not None
             row.short = safe_end[0]
-            self._append(row, _completion(matcher, self.canonical) or [])
+            self._append(row, self.canonical.completion(matcher) or [])
             row.finish = row.finish or "length"
             self._flush(row)
             return
@@ -471,28 +470,13 @@ class Scheduler:
             return
         left = row.req.max_tokens - len(row.generated)
         if self.jump_forward and left > 0:
-            forced = self._forced(matcher, row.generated, left)
+            forced = self.canonical.advance_forced(matcher, row.generated, left)
             if forced:
                 self.stats.forced_tokens += len(forced)
                 self._append(row, forced)
         if row.finish is None and nothing_but_end_follows(matcher):
             row.finish = "eos"
             self._flush(row)
-
-    def _forced(self, matcher: Matcher, generated: list[int], left: int) -> list[int]:
-        """Canonical tokens for the text `matcher` forces (at most `left`); advances `matcher`.
-        (The rule is `grammask.generation.loop`'s, on the server's row state.)"""
-        forced = matcher.forced_bytes()
-        if not forced:
-            return []
-        end = matcher.copy()
-        final = end.advance_bytes(forced) and nothing_but_end_follows(end)
-        taken = []
-        for token in self.canonical.forced_tokens(generated, forced, final=final)[:left]:
-            if not matcher.advance(token):
-                break
-            taken.append(token)
-        return taken
 
     def _append(self, row: _Row, tokens: Sequence[int]) -> None:
         """Add generated tokens to `row`'s sequence and text; end it at a stop string or the budget."""
