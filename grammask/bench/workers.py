@@ -8,6 +8,7 @@ a crash; either way the next task starts a fresh child.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing as mp
 import os
 import time
@@ -71,6 +72,10 @@ def _child(conn: Connection, engine_name: str, gguf_path: str) -> None:
     except Exception as exc:  # reported to the parent, which skips the engine
         conn.send(("unavailable", f"{type(exc).__name__}: {exc}"))
         return
+    # As a serving process does after loading (grammask serve, vLLM): what was loaded lives as long
+    # as the process, so it leaves the collector's generations and full collections skip it.
+    gc.collect()
+    gc.freeze()
     conn.send(("ready", (context.engine.version, context.vocab_load_s, context.engine_load_s)))
     while True:
         try:

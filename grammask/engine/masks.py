@@ -21,6 +21,7 @@ returns to a known state pays one array copy.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -188,33 +189,16 @@ class MaskComputer:
         self, earley_set: EarleySet, index: TrieIndex, nodes: np.ndarray, states: np.ndarray, packed: np.ndarray
     ) -> _Unsure:
         """Set in `packed` the tokens below split nodes (lexeme complete there, in lexer state
-        `states[i]`) whose remaining bytes can follow at `earley_set`; return what is unsure.
-
-        Children of a split node whose byte cannot start a lexeme after the split are dropped
-        with their whole subtree before any token is listed."""
-        trie, lexer = index.trie, self.lexer
+        `states[i]`) whose remaining bytes can follow at `earley_set`; return what is unsure."""
         unsure_nodes, unsure_tokens = [], []
-        for state in np.unique(states).tolist():
-            group = nodes[states == state]
-            made = self.parser.complete(earley_set, lexer.accepts[state])
-            lo, hi = index.first_child[group], index.child_end[group]
-            counts = hi - lo
-            children = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
-            first = lexer.gather(np.full(len(children), made.lex_start, dtype=np.int32), index.byte[children])
-            live = first != 0
-            if made.tainted and not live.all():  # the concrete set may expect more
+        for state, chosen in self._by_accepted(states):
+            group = nodes[chosen]
+            allowed, node_doubt, tokens, offsets = self._split_group(earley_set, index, state, group)
+            _set_bits(packed, allowed)
+            if node_doubt:
                 unsure_nodes.append((group, state))
-            kept = children[live]
-            lo, hi = index.end_lo[kept], index.below_hi[kept]
-            tokens = self._tokens_in(trie, lo, hi)
-            offsets = np.repeat(trie.depth[kept].astype(np.int64) - 1, hi - lo)
-            todo = ~_has_bits(packed, tokens)
-            tokens, offsets = tokens[todo], offsets[todo]
-            ok, doubt = self._suffix_valid(made, tokens, offsets)
-            _set_bits(packed, tokens[ok])
-            doubt &= ~ok
-            if doubt.any():
-                unsure_tokens.append((tokens[doubt], offsets[doubt], state))
+            if tokens.size:
+                unsure_tokens.append((tokens, offsets, state))
         if not unsure_nodes and not unsure_tokens:
             return _SURE
         tokens = np.concatenate([t for t, _, _ in unsure_tokens]) if unsure_tokens else _EMPTY
@@ -227,6 +211,53 @@ class MaskComputer:
             (np.concatenate([o for _, o, _ in unsure_tokens]) if unsure_tokens else _EMPTY)[keep],
             (np.concatenate([np.full(len(t), s) for t, _, s in unsure_tokens]) if unsure_tokens else _EMPTY)[keep],
         )
+
+    def _split_group(
+        self, earley_set: EarleySet, index: TrieIndex, state: int, group: np.ndarray
+    ) -> tuple[np.ndarray, bool, np.ndarray, np.ndarray]:
+        """For split nodes `group`, all where `state`'s lexemes end: the tokens below them that can
+        follow at `earley_set`, whether the concrete set may allow more below the nodes, and the
+        single tokens (with their split offsets) rejected only past the placeholder.
+
+        Cached by the nodes themselves, not by the lexer state that reached them: every position
+        inside a long lexeme (a string under `maxLength`, say) reaches the same split nodes, and
+        what follows a split depends only on the bytes below it. Children of a split node whose
+        byte cannot start a lexeme after the split are dropped with their subtree first."""
+        trie, lexer = index.trie, self.lexer
+        ended = lexer.accepts[state]
+        key = ("splits", earley_set, id(index), ended, hashlib.blake2b(group.tobytes(), digest_size=16).digest())
+        found = self.cache.get(key)
+        if found is not None:
+            return found
+        made = self.parser.complete(earley_set, ended)
+        lo, hi = index.first_child[group], index.child_end[group]
+        counts = hi - lo
+        children = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+        first = lexer.gather(np.full(len(children), made.lex_start, dtype=np.int32), index.byte[children])
+        live = first != 0
+        kept = children[live]
+        lo, hi = index.end_lo[kept], index.below_hi[kept]
+        tokens = self._tokens_in(trie, lo, hi)
+        offsets = np.repeat(trie.depth[kept].astype(np.int64) - 1, hi - lo)
+        ok, doubt = self._suffix_valid(made, tokens, offsets)
+        doubt &= ~ok
+        found = (tokens[ok], made.tainted and not live.all(), tokens[doubt], offsets[doubt])
+        self.cache.put(key, found, sum(a.nbytes for a in (found[0], found[2], found[3])))
+        return found
+
+    def _by_accepted(self, states: np.ndarray) -> list[tuple[int, np.ndarray]]:
+        """`states` grouped by the lexemes they accept: one state of each group and the positions
+        of the group's states. What follows the end of a lexeme depends only on which lexemes
+        ended, and many lexer states (every count inside a bounded repeat) end the same ones."""
+        unique, inverse = np.unique(states, return_inverse=True)
+        if len(unique) == 1:
+            return [(int(unique[0]), np.arange(len(states)))]
+        accepts = self.lexer.accepts
+        labels: dict[tuple[int, ...], int] = {}
+        label = np.array([labels.setdefault(accepts[q], len(labels)) for q in unique.tolist()])
+        first = {labels[accepts[q]]: q for q in reversed(unique.tolist())}
+        by_label = label[inverse]
+        return [(first[k], np.flatnonzero(by_label == k)) for k in range(len(labels))]
 
     def walk(self, state: int) -> TokenWalk:
         """What lexer state `state` does to every text token (cached).
@@ -404,8 +435,7 @@ class MaskComputer:
         ok = np.zeros(len(tokens), dtype=bool)
         unsure = np.zeros(len(tokens), dtype=bool)
         accepts = self.lexer.accepts
-        for state in np.unique(states).tolist():
-            chosen = np.flatnonzero(states == state)
+        for state, chosen in self._by_accepted(states):
             made = self.parser.complete(earley_set, accepts[state])
             ok[chosen], unsure[chosen] = self._suffix_valid(made, tokens[chosen], offsets[chosen])
         return ok, unsure

@@ -11,6 +11,7 @@ is sent as an `error` event in the stream. A client that disconnects has its row
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
 import time
@@ -286,6 +287,10 @@ def create_app(engine: Engine) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         engine.start()
+        # Everything loaded so far (model, tokenizer, vocabulary, modules) lives as long as the
+        # server: moved out of the collector's generations, full collections never scan it again.
+        gc.collect()
+        gc.freeze()
         try:
             yield
         finally:

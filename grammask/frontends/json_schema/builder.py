@@ -42,6 +42,9 @@ __all__ = ["LEXEME_REPEAT_MAX", "MAX_BRANCH_PRODUCT", "MAX_SCHEMA_DEPTH", "Build
 #: Longest bounded string repeat kept inside one lexeme; longer ones become binary-block rules,
 #: since a lexeme's automaton grows with its bound.
 LEXEME_REPEAT_MAX = 64
+#: Strings with a maxLength up to this are written as a chain of `LEXEME_REPEAT_MAX`-character
+#: blocks (a rule per block); longer ones as binary blocks (a rule per power of two).
+CHUNKED_STRING_MAX = 4096
 #: Most arrays and objects one value may nest (the builder recurses per level, within
 #: `RECURSION_LIMIT` frames).
 MAX_SCHEMA_DEPTH = 1000
@@ -729,7 +732,23 @@ class Builder:
         quote = g.literal('"')
         if hi is None or hi <= LEXEME_REPEAT_MAX:
             return g.seq(quote, g.lex(rx.repeat(_ANY_CHAR_JSON, lo, hi)), quote)
+        if hi <= CHUNKED_STRING_MAX:
+            return g.seq(quote, self._chunks(lo, hi), quote)
         return g.seq(quote, self._exactly(lo), self._up_to(hi - lo), quote)
+
+    def _chunks(self, lo: int, hi: int) -> g.Expr:
+        """lo..hi characters (hi above `LEXEME_REPEAT_MAX`) as blocks of exactly that many and one
+        shorter lexeme. A text splits into these lexemes one way only, so a lexeme ends only where a
+        block is full or before the closing quote: masks inside the string check few splits."""
+        n = LEXEME_REPEAT_MAX
+
+        def make() -> g.Expr:
+            rest_lo, rest_hi = max(lo - n, 0), hi - n
+            rest = self._chunks(rest_lo, rest_hi) if rest_hi > n else g.lex(rx.repeat(_ANY_CHAR_JSON, rest_lo, rest_hi))
+            full = g.seq(g.lex(rx.repeat(_ANY_CHAR_JSON, n, n)), rest)
+            return full if lo >= n else g.alt(g.lex(rx.repeat(_ANY_CHAR_JSON, lo, n - 1)), full)
+
+        return self.rule(("chunks", lo, hi), make)
 
     def _block(self, k: int) -> g.Expr:
         """Exactly 2**k characters."""

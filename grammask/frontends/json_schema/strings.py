@@ -93,7 +93,7 @@ def _astral(lo: int, hi: int) -> rx.RegexNode:
     return rx.alt(*parts)
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=128)
 def _encode_class(cc: rx.CharClass) -> rx.RegexNode:
     parts: list[rx.RegexNode] = [_intersect(cc, _RAW)]
     for ch, esc in _SHORT_ESCAPES.items():
@@ -108,7 +108,7 @@ def _encode_class(cc: rx.CharClass) -> rx.RegexNode:
     return rx.alt(*parts)
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=1024)
 def encode(node: rx.RegexNode) -> rx.RegexNode:
     """Every JSON-escaped spelling of every string of `node` (without the quotes)."""
     if isinstance(node, rx.CharClass):
@@ -120,7 +120,7 @@ def encode(node: rx.RegexNode) -> rx.RegexNode:
     return rx.repeat(encode(node.item), node.min, node.max)
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=256)
 def string_literal(content: rx.RegexNode) -> rx.RegexNode:
     """The quoted JSON literal of strings in `content` (a regex over decoded code points)."""
     return rx.concat(rx.literal('"'), encode(content), rx.literal('"'))
@@ -209,7 +209,7 @@ def subtract_words(node: rx.RegexNode, words: set[str] | frozenset[str]) -> rx.R
     return _subtract(node, frozenset(words))
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=64)
 def _subtract(node: rx.RegexNode, words: frozenset[str]) -> rx.RegexNode:
     if not words or node == rx.NOTHING:
         return node
