@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["AVAILABLE", "step_suffixes", "walk_trie", "warm_up"]
+__all__ = ["AVAILABLE", "slice_depth", "step_suffixes", "walk_trie", "warm_up"]
 
 #: Whether numba is installed (and not turned off by GRAMMASK_NO_JIT). numba itself is imported at
 #: the first walk, not with grammask: it loads llvmlite, which breaks the module scan vLLM's CPU
@@ -143,6 +143,46 @@ def _step_suffixes(
     return n_split, -1
 
 
+def _slice_depth(
+    start: int, limit: int, slice_table: np.ndarray, table: np.ndarray, expanded: np.ndarray, max_pairs: int
+) -> tuple[int, int]:
+    """How far every text of a slice's language keeps the lexer alive from lexer state `start`.
+
+    A breadth-first walk over pairs (slice DFA state, lexer state), the slice DFA starting in state
+    1. Returns `(d, -1)`: every text of at most d bytes keeps the lexer alive (d is `limit` when no
+    text of at most `limit` bytes dies, `limit + 1` when none of any length does, and what was
+    proven when `max_pairs` pairs were reached), or `(0, q)` when lexer state `q` needs its row."""
+    n_slice = slice_table.shape[0]
+    queue_slice = np.empty(max_pairs, dtype=np.int64)
+    queue_state = np.empty(max_pairs, dtype=np.int64)
+    queue_depth = np.empty(max_pairs, dtype=np.int64)
+    seen = {start * n_slice + 1: True}
+    queue_slice[0], queue_state[0], queue_depth[0] = 1, start, 0
+    head, tail = 0, 1
+    while head < tail:
+        p, q, depth = queue_slice[head], queue_state[head], queue_depth[head]
+        head += 1
+        if depth >= limit:
+            return limit, -1
+        if not expanded[q]:
+            return 0, q
+        for byte in range(256):
+            p2 = slice_table[p, byte]
+            if p2 == 0:
+                continue
+            q2 = table[q, byte]
+            if q2 == 0:
+                return depth, -1
+            key = q2 * n_slice + p2
+            if key not in seen:
+                if tail == max_pairs:
+                    return depth, -1
+                seen[key] = True
+                queue_slice[tail], queue_state[tail], queue_depth[tail] = p2, q2, depth + 1
+                tail += 1
+    return limit + 1, -1
+
+
 _jitted: dict[str, Any] = {}
 
 
@@ -166,6 +206,11 @@ def step_suffixes(*args: Any) -> tuple[int, int]:
     return _jit("step_suffixes", _step_suffixes)(*args)
 
 
+def slice_depth(*args: Any) -> tuple[int, int]:
+    """`_slice_depth`, compiled."""
+    return _jit("slice_depth", _slice_depth)(*args)
+
+
 def warm_up() -> None:
     """Compile the kernels now (or load them from numba's cache) rather than at a first mask."""
     if not AVAILABLE:
@@ -185,6 +230,7 @@ def warm_up() -> None:
     lengths.flags.writeable = False
     starts = np.zeros(1, dtype=np.int64)
     starts.flags.writeable = False
+    slice_depth(1, 1, np.zeros((2, 256), dtype=np.int32), np.zeros((2, 256), dtype=np.int32), np.ones(2, dtype=bool), 4)
     step_suffixes(
         one, one.copy(), 1, np.zeros((2, 256), dtype=np.int32), np.ones(2, dtype=bool), np.zeros(2, dtype=bool),
         data, starts, lengths, np.zeros(1, dtype=bool), np.zeros(1, dtype=bool), one.copy(), one.copy(),

@@ -28,11 +28,13 @@ import numpy as np
 
 from grammask.engine import kernels
 from grammask.engine.parser import Config, EarleySet, Parser
-from grammask.engine.tables import TrieIndex, tables_for
+from grammask.engine.tables import TokenSlice, TrieIndex, tables_for
 from grammask.vocab import TokenTrie, Vocabulary
 
-#: Pairs (slice state, lexer state) `MaskComputer._lets_through` visits before it gives up.
-_SLICE_PAIRS = 24
+#: Pairs (slice state, lexer state) `MaskComputer._widest_slice` visits before it settles for
+#: what it has proven (compiled, and in Python without numba).
+_SLICE_PAIRS = 2048
+_SLICE_PAIRS_NUMPY = 48
 
 __all__ = ["MaskComputer", "TokenWalk"]
 
@@ -262,13 +264,13 @@ class MaskComputer:
     def walk(self, state: int) -> TokenWalk:
         """What lexer state `state` does to every text token (cached).
 
-        When every text of the JSON-string slice keeps the lexer alive from `state`, the slice's
+        When every text of a JSON-string slice keeps the lexer alive from `state`, the slice's
         tokens are all alive: their mask is OR-ed in and only the other tokens are walked."""
         key = ("walk", state)
         found = self.cache.get(key)
         if found is None:
-            token_slice = self.tables.json_string
-            if self._lets_through(state):
+            token_slice = self._widest_slice(state)
+            if token_slice is not None:
                 found = self._walk(state, token_slice.rest)
                 found = TokenWalk(found.alive | token_slice.mask, found.index, found.split_nodes, found.split_states)
                 found.alive.flags.writeable = False
@@ -278,29 +280,51 @@ class MaskComputer:
             self.cache.put(key, found, found.nbytes)
         return found
 
-    def _lets_through(self, state: int) -> bool:
-        """Whether every text of the JSON-string slice's language keeps the lexer alive from `state`
-        (a walk over pairs of slice and lexer states; gives up, saying no, past a few dozen pairs)."""
-        token_slice, lexer = self.tables.json_string, self.lexer
-        row = lexer.row(state)
-        if not all(row[b] for b in token_slice.probe):  # most states fail on a common byte
-            return False
+    def _widest_slice(self, state: int) -> TokenSlice | None:
+        """The widest JSON-string slice whose every text keeps the lexer alive from `state`."""
+        slices = self.tables.json_string
+        row = self.lexer.row(state)
+        if not all(row[b] for b in slices[0].probe):  # most states fail on a common byte
+            return None
+        limit = slices[1].max_len or 0
+        table = slices[0].dfa.transitions
+        if kernels.AVAILABLE:
+            while True:
+                depth, missing = kernels.slice_depth(
+                    state, limit, table, self.lexer.table, self.lexer.expanded, _SLICE_PAIRS
+                )
+                if missing < 0:
+                    break
+                self.lexer.ensure(np.array([missing]))  # a row the walk needs: compute it, walk again
+        else:
+            depth = self._slice_depth_numpy(state, limit)
+        if depth > limit:
+            return slices[0]
+        return next((s for s in slices[1:] if (s.max_len or 0) <= depth), None)
+
+    def _slice_depth_numpy(self, state: int, limit: int) -> int:
+        """`kernels.slice_depth` with the lexer's rows, one gather per pair (fewer pairs allowed)."""
+        token_slice, lexer = self.tables.json_string[0], self.lexer
         transitions = token_slice.dfa.transitions
         seen = {(1, state)}
-        stack = [(1, state)]
-        while stack:
-            p, q = stack.pop()
-            data = token_slice.next_bytes[p]
-            after = lexer.gather(np.full(len(data), q, dtype=np.int32), data)
-            if not after.all():
-                return False
-            for pair in set(zip(transitions[p, data].tolist(), after.tolist(), strict=True)):
-                if pair not in seen:
-                    if len(seen) >= _SLICE_PAIRS:
-                        return False
-                    seen.add(pair)
-                    stack.append(pair)
-        return True
+        level = [(1, state)]
+        for depth in range(limit):
+            following = []
+            for p, q in level:
+                data = token_slice.next_bytes[p]
+                after = lexer.gather(np.full(len(data), q, dtype=np.int32), data)
+                if not after.all():
+                    return depth
+                for pair in set(zip(transitions[p, data].tolist(), after.tolist(), strict=True)):
+                    if pair not in seen:
+                        if len(seen) >= _SLICE_PAIRS_NUMPY:
+                            return depth
+                        seen.add(pair)
+                        following.append(pair)
+            if not following:
+                return limit + 1
+            level = following
+        return limit
 
     def _walk(self, start: int, index: TrieIndex) -> TokenWalk:
         """Step every node's prefix of `index`'s trie through the lexer (compiled when numba is

@@ -126,6 +126,8 @@ SCHEMA = {
         "name": {"type": "string", "maxLength": 12},
         "tags": {"type": "array", "items": {"type": "string"}},
         "code": {"type": "string", "pattern": "^[A-Z]{2}-[0-9]+$"},
+        "bio": {"type": "string", "minLength": 3, "maxLength": 100},  # one lexeme
+        "essay": {"type": "string", "maxLength": 300},  # lexemes of at most 64 characters
         "child": {"$ref": "#"},
     },
     "required": ["name"],
@@ -141,6 +143,10 @@ SCHEMA = {
         b'{"name": "a", "tags": ["x\\',  # inside an escape of an unbounded string (the JSON-string slice)
         b'{"name": "a", "child": {"name": "b", "child": {"name": "c", "tags": []',  # three objects deep
         b'{"name": "a", "child": {"name": "b", "code": "AB-1',  # a pattern, two deep: tokens may close both
+        b'{"name": "a", "bio": "',  # 100 characters left: the slice of tokens up to 16 bytes
+        b'{"name": "a", "bio": "\xc3\xa9' + b"x" * 86,  # 13 left: the slice of tokens up to 8 bytes
+        b'{"name": "a", "bio": "' + b"y" * 94,  # 6 left: no slice
+        b'{"name": "a", "essay": "' + b"x" * 60,  # 4 left in a 64-character lexeme: tokens split at its end
     ],
 )
 def test_json_schema_masks_equal_brute_force(vocab_llama3, prefix):
@@ -213,7 +219,7 @@ def test_compiled_walk_equals_numpy_walk(vocab_llama3, grammar_name):
     tables = masks.tables
     for matcher in random_walk(compiled, steps=8, seed=3):
         for _, state in matcher._history[-1].scans:
-            for index in (tables.index, tables.json_string.rest):
+            for index in (tables.index, *(s.rest for s in tables.json_string)):
                 a, b = masks._walk_compiled(state, index), masks._walk_numpy(state, index)
                 assert np.array_equal(a.alive, b.alive)
                 assert sorted(zip(a.split_nodes.tolist(), a.split_states.tolist(), strict=False)) == sorted(

@@ -171,6 +171,7 @@ def _unconstraining(key: str, value: object) -> bool:
 
 
 _ANY_CHAR_JSON = strings.encode(rx.ANY_CHAR)
+_QUOTE = rx.literal('"')
 
 
 class Builder:
@@ -729,24 +730,31 @@ class Builder:
         return g.lex(strings.string_literal(content))
 
     def _any_string(self, lo: int, hi: int | None) -> g.Expr:
+        # Lexemes end at the closing quote, not before it: a lexeme that could end after any
+        # character would make every token inside the string a split to check.
         quote = g.literal('"')
         if hi is None or hi <= LEXEME_REPEAT_MAX:
-            return g.seq(quote, g.lex(rx.repeat(_ANY_CHAR_JSON, lo, hi)), quote)
+            return g.lex(rx.concat(_QUOTE, rx.repeat(_ANY_CHAR_JSON, lo, hi), _QUOTE))
         if hi <= CHUNKED_STRING_MAX:
-            return g.seq(quote, self._chunks(lo, hi), quote)
+            return g.seq(quote, self._chunks(lo, hi))
         return g.seq(quote, self._exactly(lo), self._up_to(hi - lo), quote)
 
     def _chunks(self, lo: int, hi: int) -> g.Expr:
-        """lo..hi characters (hi above `LEXEME_REPEAT_MAX`) as blocks of exactly that many and one
-        shorter lexeme. A text splits into these lexemes one way only, so a lexeme ends only where a
-        block is full or before the closing quote: masks inside the string check few splits."""
+        """lo..hi characters (hi above `LEXEME_REPEAT_MAX`) and the closing quote, as blocks of
+        exactly that many characters and one shorter lexeme with the quote. A text splits into these
+        lexemes one way only, so inside the string a lexeme ends only where a block is full."""
         n = LEXEME_REPEAT_MAX
 
         def make() -> g.Expr:
             rest_lo, rest_hi = max(lo - n, 0), hi - n
-            rest = self._chunks(rest_lo, rest_hi) if rest_hi > n else g.lex(rx.repeat(_ANY_CHAR_JSON, rest_lo, rest_hi))
+            if rest_hi > n:
+                rest = self._chunks(rest_lo, rest_hi)
+            else:
+                rest = g.lex(rx.concat(rx.repeat(_ANY_CHAR_JSON, rest_lo, rest_hi), _QUOTE))
             full = g.seq(g.lex(rx.repeat(_ANY_CHAR_JSON, n, n)), rest)
-            return full if lo >= n else g.alt(g.lex(rx.repeat(_ANY_CHAR_JSON, lo, n - 1)), full)
+            if lo >= n:
+                return full
+            return g.alt(g.lex(rx.concat(rx.repeat(_ANY_CHAR_JSON, lo, n - 1), _QUOTE)), full)
 
         return self.rule(("chunks", lo, hi), make)
 
