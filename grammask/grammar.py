@@ -67,15 +67,20 @@ class Grammar(ir.Grammar):
         whitespace: object = "flexible",
         lenient: bool = False,
         strict: bool = False,
+        formats: str = "assert",
         limits: Limits = DEFAULT_LIMITS,
     ) -> Grammar:
         """JSON text valid under `schema` (see docs/json_schema.md for keywords and limits).
 
         With `strict`, a missing `additionalProperties` means false (OpenAI strict mode, XGrammar).
-        `limits` bounds the rules built and, with `compile_timeout_s`, the time taken.
+        `formats="annotate"` ignores `format` (draft 2020-12's default for validators); by default
+        formats are asserted. `limits` bounds the rules built and, with `compile_timeout_s`, the
+        time taken.
         """
         return cls._adopt(
-            grammar_from_json_schema(schema, whitespace=whitespace, lenient=lenient, strict=strict, limits=limits)
+            grammar_from_json_schema(
+                schema, whitespace=whitespace, lenient=lenient, strict=strict, formats=formats, limits=limits
+            )
         )
 
     @classmethod

@@ -28,6 +28,7 @@ def grammar_from_json_schema(
     whitespace: object = "flexible",
     lenient: bool = False,
     strict: bool = False,
+    formats: str = "assert",
     limits: Limits = DEFAULT_LIMITS,
 ) -> Grammar:
     """JSON text valid under `schema` (a dict, a boolean, or JSON text).
@@ -36,8 +37,13 @@ def grammar_from_json_schema(
     constraints that cannot be enforced exactly are dropped and listed in `Grammar.warnings`
     instead of raising `GrammarError`. With `strict`, an object schema without
     `additionalProperties` allows no undeclared properties (as OpenAI's strict mode and XGrammar).
-    `limits` bounds the rules built and, with `compile_timeout_s`, the time taken.
+    `formats` is "assert" (the default: `format` constrains strings, as a model's output should)
+    or "annotate" (`format` is ignored, draft 2020-12's default for validators); another value
+    raises `ValueError`. `limits` bounds the rules built and, with `compile_timeout_s`, the time
+    taken.
     """
+    if formats not in ("assert", "annotate"):
+        raise ValueError(f"formats must be 'assert' or 'annotate', not {formats!r}")
     if isinstance(schema, str):
         text = schema
         try:
@@ -49,7 +55,7 @@ def grammar_from_json_schema(
     sys.setrecursionlimit(max(limit, RECURSION_LIMIT))
     try:
         with deadline(limits):
-            builder = Builder(Document(schema), ws, lenient, strict, limits)
+            builder = Builder(Document(schema, assert_formats=formats == "assert"), ws, lenient, strict, limits)
             body = builder.value(builder.doc.root, "", 0)
     except RecursionError:
         raise GrammarError("the schema nests too deeply to compile", pointer="") from None

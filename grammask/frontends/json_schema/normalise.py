@@ -155,6 +155,8 @@ def normalise(schema: object, ptr: str, doc: Document) -> dict:
         raise GrammarError(f"a schema must be an object or a boolean, not {type(schema).__name__}", pointer=ptr)
     out = {k: v for k, v in schema.items() if k in KEYWORDS}
     _check_types(out, ptr)
+    if not doc.assert_formats:
+        out.pop("format", None)
     if "$ref" in out and doc.draft <= 7:
         out = {"$ref": out["$ref"]}
     if "type" in out:

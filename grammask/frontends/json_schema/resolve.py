@@ -75,9 +75,11 @@ def _children(schema: dict, ptr: str):
 class Document:
     """One schema document: its resources (by absolute URI) and the base URI of every subschema."""
 
-    def __init__(self, root: object) -> None:
+    def __init__(self, root: object, *, assert_formats: bool = True) -> None:
         self.root = root
         self.draft = draft_of(root)
+        #: whether `format` constrains strings (False: an annotation only, as draft 2020-12's default)
+        self.assert_formats = assert_formats
         self.resources: dict[str, str] = {"": ""}  # URI without fragment → pointer
         self.anchors: dict[str, str] = {}  # URI with plain-name fragment → pointer
         self.bases: dict[str, str] = {}  # pointer → base URI

@@ -274,6 +274,24 @@ def test_formats(fmt, good, bad):
     assert not any(accepts(grammar, json.dumps(v).encode()) for v in bad)
 
 
+def test_formats_as_annotations_constrain_nothing():
+    """formats="annotate": draft 2020-12's default reading, where `format` is an annotation only
+    (a property named "format" is still a property)."""
+    schema = {
+        "type": "object",
+        "properties": {"when": {"type": "string", "format": "date"}, "format": {"type": "integer"}},
+        "required": ["when"],
+    }
+    annotated = grammar_from_json_schema(schema, formats="annotate")
+    asserted = grammar_from_json_schema(schema)
+    for instance in ({"when": "not a date"}, {"when": "2024-01-05", "format": 3}, {"when": "x", "format": "y"}):
+        valid = jsonschema.Draft202012Validator(schema).is_valid(instance)
+        assert accepts(annotated, json.dumps(instance).encode()) == valid
+    assert not accepts(asserted, json.dumps({"when": "not a date"}).encode())
+    with pytest.raises(ValueError, match="formats"):
+        grammar_from_json_schema(schema, formats="ignore")
+
+
 @pytest.mark.parametrize("layout", ["flexible", "compact", 2])
 def test_layouts_accept_their_own_json_dumps(layout):
     schema = {
