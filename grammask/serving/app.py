@@ -29,6 +29,7 @@ from grammask.compiler import CompiledGrammar, compile
 from grammask.errors import GrammarError
 from grammask.generation.formats import tokenizer_vocabulary
 from grammask.generation.loop import check_budget
+from grammask.grammar import Grammar
 from grammask.limits import DEFAULT_LIMITS
 from grammask.serving.formats import request_grammar, with_timeout
 from grammask.serving.protocol import APIError, ChatCompletionRequest, CompletionRequest, parse_body
@@ -96,6 +97,9 @@ class Engine:
         )
         self.pool = ThreadPoolExecutor(self.options.compile_threads, thread_name_prefix="grammask-compile")
         self.limits = with_timeout(DEFAULT_LIMITS, self.options.compile_timeout_s)
+        # The vocabulary's tables and the compiled kernels, built now rather than by the first
+        # request (and before the app's start freezes what is loaded, see `create_app`).
+        compile(Grammar.json(), self.vocab)
 
     def start(self) -> None:
         self.scheduler.start()
