@@ -144,43 +144,55 @@ def _step_suffixes(
 
 
 def _slice_depth(
-    start: int, limit: int, slice_table: np.ndarray, table: np.ndarray, expanded: np.ndarray, max_pairs: int
+    start: int,
+    limit: int,
+    slice_table: np.ndarray,
+    table: np.ndarray,
+    expanded: np.ndarray,
+    max_pairs: int,
+    missing: np.ndarray,
 ) -> tuple[int, int]:
-    """How far every text of a slice's language keeps the lexer alive from lexer state `start`.
+    """How far every text of a slice's language surely keeps the lexer alive from lexer state `start`.
 
     A breadth-first walk over pairs (slice DFA state, lexer state), the slice DFA starting in state
-    1. Returns `(d, -1)`: every text of at most d bytes keeps the lexer alive (d is `limit` when no
-    text of at most `limit` bytes dies, `limit + 1` when none of any length does, and what was
-    proven when `max_pairs` pairs were reached), or `(0, q)` when lexer state `q` needs its row."""
+    1. Returns `(d, n)`: every text of at most d bytes keeps the lexer alive (d is `limit` when no
+    text of at most `limit` bytes dies, `limit + 1` when none of any length does), and the number
+    of lexer states put in `missing` (up to its length) whose rows the walk needed: it does not go
+    past them, so d is what holds without them, and computing them and walking again may prove more.
+    Past `max_pairs` pairs, d is what was proven so far."""
     n_slice = slice_table.shape[0]
     queue_slice = np.empty(max_pairs, dtype=np.int64)
     queue_state = np.empty(max_pairs, dtype=np.int64)
     queue_depth = np.empty(max_pairs, dtype=np.int64)
     seen = {start * n_slice + 1: True}
     queue_slice[0], queue_state[0], queue_depth[0] = 1, start, 0
-    head, tail = 0, 1
+    head, tail, n_missing, proven = 0, 1, 0, limit + 1
     while head < tail:
         p, q, depth = queue_slice[head], queue_state[head], queue_depth[head]
         head += 1
         if depth >= limit:
-            return limit, -1
+            return min(proven, limit), n_missing
         if not expanded[q]:
-            return 0, q
+            proven = min(proven, depth)
+            if n_missing < len(missing) and q not in missing[:n_missing]:
+                missing[n_missing] = q
+                n_missing += 1
+            continue
         for byte in range(256):
             p2 = slice_table[p, byte]
             if p2 == 0:
                 continue
             q2 = table[q, byte]
             if q2 == 0:
-                return depth, -1
+                return min(proven, depth), n_missing
             key = q2 * n_slice + p2
             if key not in seen:
                 if tail == max_pairs:
-                    return depth, -1
+                    return min(proven, depth), n_missing
                 seen[key] = True
                 queue_slice[tail], queue_state[tail], queue_depth[tail] = p2, q2, depth + 1
                 tail += 1
-    return limit + 1, -1
+    return proven, n_missing
 
 
 _jitted: dict[str, Any] = {}
@@ -230,7 +242,10 @@ def warm_up() -> None:
     lengths.flags.writeable = False
     starts = np.zeros(1, dtype=np.int64)
     starts.flags.writeable = False
-    slice_depth(1, 1, np.zeros((2, 256), dtype=np.int32), np.zeros((2, 256), dtype=np.int32), np.ones(2, dtype=bool), 4)
+    slice_depth(
+        1, 1, np.zeros((2, 256), dtype=np.int32), np.zeros((2, 256), dtype=np.int32), np.ones(2, dtype=bool), 4,
+        np.zeros(4, dtype=np.int64),
+    )  # fmt: skip
     step_suffixes(
         one, one.copy(), 1, np.zeros((2, 256), dtype=np.int32), np.ones(2, dtype=bool), np.zeros(2, dtype=bool),
         data, starts, lengths, np.zeros(1, dtype=bool), np.zeros(1, dtype=bool), one.copy(), one.copy(),

@@ -34,6 +34,9 @@ from grammask.vocab import TokenTrie, Vocabulary
 #: Pairs (slice state, lexer state) `MaskComputer._widest_slice` visits before it settles for
 #: what it has proven (compiled, and in Python without numba).
 _SLICE_PAIRS = 2048
+#: Lexer rows `MaskComputer._widest_slice` may compute for its search (states of several lexemes
+#: combined cost ~0.3 ms each); past them it settles for what it has proven.
+_SLICE_ROWS = 64
 _SLICE_PAIRS_NUMPY = 48
 
 __all__ = ["MaskComputer", "TokenWalk"]
@@ -289,13 +292,15 @@ class MaskComputer:
         limit = slices[1].max_len or 0
         table = slices[0].dfa.transitions
         if kernels.AVAILABLE:
+            missing = np.empty(_SLICE_ROWS, dtype=np.int64)
+            rows = _SLICE_ROWS  # lexer rows the search may have computed: it proves less without them
             while True:
-                depth, missing = kernels.slice_depth(
-                    state, limit, table, self.lexer.table, self.lexer.expanded, _SLICE_PAIRS
-                )
-                if missing < 0:
+                lexer = self.lexer
+                depth, n = kernels.slice_depth(state, limit, table, lexer.table, lexer.expanded, _SLICE_PAIRS, missing)
+                if not n or rows <= 0:
                     break
-                self.lexer.ensure(np.array([missing]))  # a row the walk needs: compute it, walk again
+                lexer.ensure(missing[:n])
+                rows -= n
         else:
             depth = self._slice_depth_numpy(state, limit)
         if depth > limit:
