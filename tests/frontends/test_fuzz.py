@@ -11,6 +11,7 @@ The example counts are small by default; `GRAMMASK_FUZZ_EXAMPLES` raises them fo
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import re
@@ -56,10 +57,12 @@ def random_walks(grammar: Grammar, seed: int, count: int = 3, steps: int = 60) -
 
 
 def compile_within_deadline(make) -> Grammar | None:
-    """The grammar `make()` builds, None for a `GrammarError`; any other exception fails the test."""
+    """The grammar `make()` builds, None for a `GrammarError` (from the front-end, or from
+    normalisation, which refuses a grammar that accepts nothing); any other exception fails the test."""
     start = time.monotonic()
     try:
         grammar = make()
+        parser_for(grammar)
     except GrammarError:
         grammar = None
     assert time.monotonic() - start < 3 * TIMEOUT_S
@@ -162,7 +165,19 @@ def test_json_schema_fuzz(schema, candidates, seed):
             assert validator.is_valid(value), (schema, value)
     for text in random_walks(grammar, seed):
         value = json.loads(text)  # a grammar's text is always JSON
-        assert validator.is_valid(value), (schema, text)
+        if _finite(value):  # 1e999 reads as inf, which the oracle cannot judge (multipleOf overflows)
+            assert validator.is_valid(value), (schema, text)
+
+
+def _finite(value: object) -> bool:
+    """Whether every number in a JSON value is finite as a Python float."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list):
+        return all(_finite(v) for v in value)
+    if isinstance(value, dict):
+        return all(_finite(v) for v in value.values())
+    return True
 
 
 # -- regexes and GBNF from the same random tree ----------------------------------------------------
