@@ -8,15 +8,25 @@ Working over characters rather than bytes keeps the automata that are determinis
 small: a character class costs one column however many UTF-8 byte ranges it spans. Character
 states are numbered breadth first from the start, each state's targets taken by lowest code
 point, and byte states follow them: the result is the same for equal languages.
+
+Two shortcuts skip that pipeline, since most lexemes of a JSON grammar are chains: a run of ASCII
+classes is a chain of states built directly, and a concatenation whose parts cannot run into each
+other is joined from the parts' cached DFAs (`concat`). Their results are exact and trim, though
+not always minimal.
 """
 
 from __future__ import annotations
 
 import gc
+from collections.abc import Sequence
+from itertools import groupby
+
+import numpy as np
 
 from grammask.automata.alphabet import alphabet_of
+from grammask.automata.concat import concat_dfas
 from grammask.automata.determinise import determinise
-from grammask.automata.dfa import ByteDFA
+from grammask.automata.dfa import START, ByteDFA
 from grammask.automata.expand import expand_utf8
 from grammask.automata.minimise import minimise
 from grammask.automata.nfa import NFABuilder
@@ -36,7 +46,8 @@ _SUBSET_SLACK = 2
 
 
 def compile_regex(node: rx.RegexNode, *, limits: Limits = DEFAULT_LIMITS) -> ByteDFA:
-    """The minimal DFA accepting exactly the UTF-8 encodings of the strings `node` matches.
+    """A trim DFA (minimal but for joined concatenations) accepting exactly the UTF-8 encodings of
+    the strings `node` matches.
 
     Raises `GrammarError` when the tree (bounded repeats expanded) is over `limits.max_regex_size`,
     or the automaton needs more than `limits.max_dfa_states` states. Results are cached by node
@@ -67,7 +78,34 @@ def _compile(node: rx.RegexNode, limits: Limits) -> ByteDFA:
             gc.enable()
 
 
+def _is_ascii(node: rx.RegexNode) -> bool:
+    return isinstance(node, rx.CharClass) and bool(node.ranges) and node.ranges[-1][1] < 0x80
+
+
+def _ascii_chain(classes: Sequence[rx.RegexNode]) -> ByteDFA:
+    """One character of each ASCII class in turn: a chain of states, nothing to determinise."""
+    transitions = np.zeros((len(classes) + 2, 256), dtype=np.int32)
+    for i, node in enumerate(classes, start=START):
+        assert isinstance(node, rx.CharClass)
+        for lo, hi in node.ranges:
+            transitions[i, lo : hi + 1] = i + 1
+    accepting = np.zeros(len(transitions), dtype=bool)
+    accepting[-1] = True
+    return ByteDFA(transitions, accepting)
+
+
 def _build(node: rx.RegexNode, limits: Limits) -> ByteDFA:
+    if _is_ascii(node):
+        return _ascii_chain([node])
+    if isinstance(node, rx.Concat):
+        parts = [
+            _ascii_chain(list(run)) if ascii else compile_regex(run[0], limits=limits)
+            for ascii, group in groupby(node.items, _is_ascii)
+            for run in ([tuple(group)] if ascii else [(item,) for item in group])
+        ]
+        joined = concat_dfas(parts, limits.max_dfa_states)
+        if joined is not None:
+            return joined
     builder = NFABuilder(node)
     tree_size = builder.size
     if tree_size > limits.max_regex_size:

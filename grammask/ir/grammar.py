@@ -203,17 +203,19 @@ class Grammar:
     def __post_init__(self) -> None:
         if self.start not in self.rules:
             raise GrammarError(f"the start rule {self.start!r} is not defined")
-        for name, body in self.rules.items():
+        if _refs(*self.rules.values()) <= self.rules.keys():
+            return
+        for name, body in self.rules.items():  # name the rule at fault
             for missing in _refs(body) - self.rules.keys():
                 raise GrammarError(f"rule {name!r} refers to undefined rule {missing!r}")
 
 
-def _refs(expr: Expr) -> set[str]:
-    """The rule names `expr` refers to (iterative, and each shared subexpression visited once:
+def _refs(*exprs: Expr) -> set[str]:
+    """The rule names `exprs` refer to (iterative, and each shared subexpression visited once:
     expressions may nest as deep as their input, and share subtrees at every level)."""
     out: set[str] = set()
     seen: set[int] = set()
-    stack = [expr]
+    stack = list(exprs)
     while stack:
         e = stack.pop()
         if id(e) in seen:

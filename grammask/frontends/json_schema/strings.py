@@ -73,10 +73,12 @@ def _hex_range(lo: int, hi: int, width: int) -> rx.RegexNode:
     return rx.alt(*parts)
 
 
+@lru_cache(maxsize=256)
 def _u_escape(lo: int, hi: int) -> rx.RegexNode:
     return rx.concat(rx.literal("\\u"), _hex_range(lo, hi, 4))
 
 
+@lru_cache(maxsize=64)
 def _astral(lo: int, hi: int) -> rx.RegexNode:
     """Surrogate-pair escapes of the code points [lo, hi] (all >= U+10000)."""
     (h1, l1), (h2, l2) = (divmod(lo - 0x10000, 0x400), divmod(hi - 0x10000, 0x400))
