@@ -32,6 +32,9 @@ __all__ = ["Lexer"]
 
 Pairs = tuple[tuple[int, int], ...]
 
+#: Above this many (byte, pair) transitions a product row is made with numpy rather than a dict.
+_SPARSE_PAIRS = 96
+
 #: Bytes of one byte-stepping row (`Lexer.row`): 256 machine ints and the array object.
 _ROW_BYTES = 4 * 256 + 80
 
@@ -60,6 +63,8 @@ class Lexer:
         self.accepts: list[tuple[int, ...]] = [()]
         #: rows as machine-int arrays: indexed as fast as lists, and never scanned by Python's GC
         self._rows: dict[int, array[int]] = {0: array("i", bytes(4 * 256))}
+        #: per (terminal, DFA state) met in a product: its live bytes and their targets
+        self._sparse_rows: dict[tuple[int, int], tuple[list[int], list[int]] | None] = {}
 
     @property
     def n_states(self) -> int:
@@ -68,7 +73,8 @@ class Lexer:
     @property
     def nbytes(self) -> int:
         tables = self.table.nbytes + self.expanded.nbytes + self.accepting.nbytes + self._owner.nbytes
-        return int(tables) + 200 * self.n_states + _ROW_BYTES * len(self._rows)
+        sparse = sum(150 + 16 * len(row[0]) for row in self._sparse_rows.values() if row)
+        return int(tables) + 200 * self.n_states + _ROW_BYTES * len(self._rows) + sparse
 
     def pairs(self, state: int) -> Pairs:
         """The `(terminal, DFA state)` pairs alive in `state`."""
@@ -188,8 +194,39 @@ class Lexer:
         self.expanded[states] = True
 
     def _product_row(self, pairs: Pairs) -> np.ndarray:
-        """The row of a state with several pairs: bytes grouped by their exact column of targets
-        (columns numbered in mixed radix, exact; as raw bytes when that would overflow)."""
+        """The row of a state with several pairs: bytes grouped by their exact column of targets."""
+        sparse = [self._sparse(k, s) for k, s in pairs]
+        if None in sparse or sum(len(row[0]) for row in sparse if row) > _SPARSE_PAIRS:
+            return self._dense_row(pairs)
+        columns: dict[int, list[tuple[int, int]]] = {}
+        for (k, _), (bytes_, targets) in zip(pairs, sparse, strict=True):  # type: ignore[misc]
+            for byte, target in zip(bytes_, targets, strict=True):
+                columns.setdefault(byte, []).append((k, target))
+        row = np.zeros(256, dtype=np.int32)
+        ids: dict[Pairs, int] = {}
+        for byte, column in columns.items():
+            key = tuple(column)
+            found = ids.get(key)
+            if found is None:
+                found = ids[key] = self._intern(key)
+            row[byte] = found
+        return row
+
+    def _sparse(self, terminal: int, state: int) -> tuple[list[int], list[int]] | None:
+        """The bytes that keep lexeme `terminal` alive from its DFA state `state`, and their targets
+        (None when there are more than `_SPARSE_PAIRS`: the row is then made with numpy)."""
+        key = (terminal, state)
+        if key in self._sparse_rows:
+            return self._sparse_rows[key]
+        transitions = self._dfa(terminal).transitions[state]
+        bytes_ = np.flatnonzero(transitions)
+        found = (bytes_.tolist(), transitions[bytes_].tolist()) if len(bytes_) <= _SPARSE_PAIRS else None
+        self._sparse_rows[key] = found
+        return found
+
+    def _dense_row(self, pairs: Pairs) -> np.ndarray:
+        """`_product_row` for many live bytes: columns numbered in mixed radix and grouped by
+        `np.unique` (exact; as raw bytes when the radix would overflow)."""
         terminals = [k for k, _ in pairs]
         dfas = [self._dfa(k) for k in terminals]
         targets = np.stack([dfa.transitions[s] for dfa, (_, s) in zip(dfas, pairs, strict=True)])  # [m, 256]
