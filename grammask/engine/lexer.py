@@ -64,7 +64,7 @@ class Lexer:
         #: rows as machine-int arrays: indexed as fast as lists, and never scanned by Python's GC
         self._rows: dict[int, array[int]] = {0: array("i", bytes(4 * 256))}
         #: per (terminal, DFA state) met in a product: its live bytes and their targets
-        self._sparse_rows: dict[tuple[int, int], tuple[list[int], list[int]] | None] = {}
+        self._sparse_rows: dict[tuple[int, int], tuple[tuple[int, ...], tuple[int, ...]] | None] = {}
 
     @property
     def n_states(self) -> int:
@@ -212,7 +212,7 @@ class Lexer:
             row[byte] = found
         return row
 
-    def _sparse(self, terminal: int, state: int) -> tuple[list[int], list[int]] | None:
+    def _sparse(self, terminal: int, state: int) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
         """The bytes that keep lexeme `terminal` alive from its DFA state `state`, and their targets
         (None when there are more than `_SPARSE_PAIRS`: the row is then made with numpy)."""
         key = (terminal, state)
@@ -220,7 +220,7 @@ class Lexer:
             return self._sparse_rows[key]
         transitions = self._dfa(terminal).transitions[state]
         bytes_ = np.flatnonzero(transitions)
-        found = (bytes_.tolist(), transitions[bytes_].tolist()) if len(bytes_) <= _SPARSE_PAIRS else None
+        found = (tuple(bytes_.tolist()), tuple(transitions[bytes_].tolist())) if len(bytes_) <= _SPARSE_PAIRS else None
         self._sparse_rows[key] = found
         return found
 
