@@ -90,6 +90,11 @@ class Lexer:
         with self._lock:
             return self._intern(tuple((k, 1) for k in sorted(terminals)), True)
 
+    def single(self, terminal: int, dfa_state: int) -> int:
+        """The state where lexeme `terminal` alone is alive, in state `dfa_state` of its DFA."""
+        with self._lock:
+            return self._single(terminal) + dfa_state
+
     def _intern(self, pairs: Pairs, is_start: bool = False) -> int:
         key = (pairs, is_start)
         found = self._ids.get(key)

@@ -5,7 +5,9 @@ the bytes first run through the lexer from state `q`; two things can happen:
 
 - the lexer stays alive to the token's last byte: the token is allowed whatever the context. These
   tokens depend only on `q`; one walk down the token trie finds them all (`TokenWalk`), cached per
-  lexer state and so shared by every Earley set, depth and rule that reaches `q`.
+  lexer state and so shared by every Earley set, depth and rule that reaches `q`. Where several
+  lexemes are alive in `q`, its walk is the union of each lexeme's own walk: no row of the combined
+  state is built, and a lexeme's walk serves every combination it is part of.
 - the lexer accepts after a proper prefix of the token: the lexeme may end there, the parser moves on
   (`Parser.complete`) and the rest of the token must be valid from the new Earley set. The same walk
   lists these *split candidates* (token, offset, lexer state); they are checked against the parser,
@@ -39,7 +41,21 @@ _SLICE_PAIRS = 2048
 _SLICE_ROWS = 64
 _SLICE_PAIRS_NUMPY = 48
 
-__all__ = ["MaskComputer", "TokenWalk"]
+__all__ = ["MaskComputer", "Splits", "TokenWalk"]
+
+
+@dataclass(frozen=True)
+class Splits:
+    """Trie nodes where a lexeme is complete and tokens go on below, with the lexer state there
+    (only the lexemes it accepts matter: what follows a split depends on nothing else)."""
+
+    index: TrieIndex  # the trie the nodes belong to (the whole vocabulary's, or a slice's rest)
+    nodes: np.ndarray
+    states: np.ndarray
+
+    @property
+    def nbytes(self) -> int:
+        return self.nodes.nbytes + self.states.nbytes
 
 
 @dataclass(frozen=True)
@@ -47,13 +63,11 @@ class TokenWalk:
     """What one lexer state does to every text token, independent of the parser context."""
 
     alive: np.ndarray  # packed int32 mask: tokens that keep the lexer alive to their end
-    index: TrieIndex  # the trie walked (the whole vocabulary, or what a slice leaves)
-    split_nodes: np.ndarray  # trie nodes where a lexeme is complete and tokens go on below...
-    split_states: np.ndarray  # ... with the lexer in this accepting state
+    splits: tuple[Splits, ...]
 
     @property
     def nbytes(self) -> int:
-        return self.alive.nbytes + self.split_nodes.nbytes + self.split_states.nbytes
+        return self.alive.nbytes + sum(s.nbytes for s in self.splits)
 
 
 @dataclass(frozen=True)
@@ -61,24 +75,22 @@ class _Unsure:
     """What a scan from an abstract set could not decide: split nodes (all tokens below) and
     single split candidates (token, offset of the split, lexer state there)."""
 
-    index: TrieIndex | None
-    nodes: np.ndarray
-    node_states: np.ndarray
+    splits: tuple[Splits, ...]
     tokens: np.ndarray
     offsets: np.ndarray
     states: np.ndarray
 
     @property
     def empty(self) -> bool:
-        return not self.nodes.size and not self.tokens.size
+        return not self.splits and not self.tokens.size
 
     @property
     def nbytes(self) -> int:
-        return sum(a.nbytes for a in (self.nodes, self.node_states, self.tokens, self.offsets, self.states))
+        return sum(s.nbytes for s in self.splits) + self.tokens.nbytes + self.offsets.nbytes + self.states.nbytes
 
 
 _EMPTY = np.zeros(0, np.int64)
-_SURE = _Unsure(None, _EMPTY, _EMPTY, _EMPTY, _EMPTY, _EMPTY)
+_SURE = _Unsure((), _EMPTY, _EMPTY, _EMPTY)
 
 
 def _has_bits(packed: np.ndarray, tokens: np.ndarray) -> np.ndarray:
@@ -89,6 +101,21 @@ def _has_bits(packed: np.ndarray, tokens: np.ndarray) -> np.ndarray:
 def _set_bits(packed: np.ndarray, tokens: np.ndarray) -> None:
     """Set the tokens' bits in a packed mask, in place."""
     np.bitwise_or.at(packed.view(np.uint32), tokens >> 5, np.left_shift(np.uint32(1), (tokens & 31).astype(np.uint32)))
+
+
+def _merge(parts: list[_Unsure], packed: np.ndarray) -> _Unsure:
+    """One `_Unsure` of several, without the single tokens `packed` has allowed meanwhile."""
+    parts = [p for p in parts if not p.empty]
+    if not parts:
+        return _SURE
+    tokens = np.concatenate([p.tokens for p in parts])
+    keep = ~_has_bits(packed, tokens)  # allowed by another split point after all
+    return _Unsure(
+        tuple(s for p in parts for s in p.splits),
+        tokens[keep],
+        np.concatenate([p.offsets for p in parts])[keep],
+        np.concatenate([p.states for p in parts])[keep],
+    )
 
 
 class MaskComputer:
@@ -162,9 +189,8 @@ class MaskComputer:
         found, unsure = self._abstract_scan(self.parser.abstract(earley_set), state)
         if not unsure.empty:  # decide what the abstract set could not, from the concrete one
             found = found.copy()
-            if unsure.nodes.size:
-                assert unsure.index is not None
-                self._check_splits(earley_set, unsure.index, unsure.nodes, unsure.node_states, found)
+            for splits in unsure.splits:
+                self._check_splits(earley_set, splits, found)
             if unsure.tokens.size:
                 ok, _ = self._after_lexeme(earley_set, unsure.tokens, unsure.offsets, unsure.states)
                 _set_bits(found, unsure.tokens[ok])
@@ -180,9 +206,7 @@ class MaskComputer:
             return found
         walk = self.walk(state)
         packed = walk.alive.copy()
-        unsure = _SURE
-        if walk.split_nodes.size:
-            unsure = self._check_splits(abstract, walk.index, walk.split_nodes, walk.split_states, packed)
+        unsure = _merge([self._check_splits(abstract, splits, packed) for splits in walk.splits], packed)
         if state == abstract.lex_start and abstract.tokens:
             _set_bits(packed, np.fromiter(abstract.tokens, dtype=np.int64))
         packed.flags.writeable = False
@@ -190,15 +214,13 @@ class MaskComputer:
         self.cache.put(key, found, packed.nbytes + unsure.nbytes)
         return found
 
-    def _check_splits(
-        self, earley_set: EarleySet, index: TrieIndex, nodes: np.ndarray, states: np.ndarray, packed: np.ndarray
-    ) -> _Unsure:
-        """Set in `packed` the tokens below split nodes (lexeme complete there, in lexer state
-        `states[i]`) whose remaining bytes can follow at `earley_set`; return what is unsure."""
+    def _check_splits(self, earley_set: EarleySet, splits: Splits, packed: np.ndarray) -> _Unsure:
+        """Set in `packed` the tokens below split nodes whose remaining bytes can follow at
+        `earley_set`; return what is unsure."""
         unsure_nodes, unsure_tokens = [], []
-        for state, chosen in self._by_accepted(states):
-            group = nodes[chosen]
-            allowed, node_doubt, tokens, offsets = self._split_group(earley_set, index, state, group)
+        for state, chosen in self._by_accepted(splits.states):
+            group = splits.nodes[chosen]
+            allowed, node_doubt, tokens, offsets = self._split_group(earley_set, splits.index, state, group)
             _set_bits(packed, allowed)
             if node_doubt:
                 unsure_nodes.append((group, state))
@@ -206,15 +228,18 @@ class MaskComputer:
                 unsure_tokens.append((tokens, offsets, state))
         if not unsure_nodes and not unsure_tokens:
             return _SURE
-        tokens = np.concatenate([t for t, _, _ in unsure_tokens]) if unsure_tokens else _EMPTY
-        keep = ~_has_bits(packed, tokens)  # allowed by another split point after all
+        doubted: tuple[Splits, ...] = ()
+        if unsure_nodes:
+            nodes = np.concatenate([g for g, _ in unsure_nodes])
+            states = np.concatenate([np.full(len(g), s) for g, s in unsure_nodes])
+            doubted = (Splits(splits.index, nodes, states),)
+        if not unsure_tokens:
+            return _Unsure(doubted, _EMPTY, _EMPTY, _EMPTY)
         return _Unsure(
-            index,
-            np.concatenate([g for g, _ in unsure_nodes]) if unsure_nodes else _EMPTY,
-            np.concatenate([np.full(len(g), s) for g, s in unsure_nodes]) if unsure_nodes else _EMPTY,
-            tokens[keep],
-            (np.concatenate([o for _, o, _ in unsure_tokens]) if unsure_tokens else _EMPTY)[keep],
-            (np.concatenate([np.full(len(t), s) for t, _, s in unsure_tokens]) if unsure_tokens else _EMPTY)[keep],
+            doubted,
+            np.concatenate([t for t, _, _ in unsure_tokens]),
+            np.concatenate([o for _, o, _ in unsure_tokens]),
+            np.concatenate([np.full(len(t), s) for t, _, s in unsure_tokens]),
         )
 
     def _split_group(
@@ -272,16 +297,32 @@ class MaskComputer:
         key = ("walk", state)
         found = self.cache.get(key)
         if found is None:
-            token_slice = self._widest_slice(state)
-            if token_slice is not None:
-                found = self._walk(state, token_slice.rest)
-                found = TokenWalk(found.alive | token_slice.mask, found.index, found.split_nodes, found.split_states)
-                found.alive.flags.writeable = False
+            pairs = self.lexer.pairs(state)
+            if len(pairs) > 1:
+                found = self._union_walk(pairs)
             else:
-                found = self._walk(state, self._index)
-            self.walks_computed += 1
+                token_slice = self._widest_slice(state)
+                if token_slice is not None:
+                    found = self._walk(state, token_slice.rest)
+                    found = TokenWalk(found.alive | token_slice.mask, found.splits)
+                    found.alive.flags.writeable = False
+                else:
+                    found = self._walk(state, self._index)
+                self.walks_computed += 1
             self.cache.put(key, found, found.nbytes)
         return found
+
+    def _union_walk(self, pairs: tuple[tuple[int, int], ...]) -> TokenWalk:
+        """The walk of a state where several lexemes are alive, from each lexeme's own walk: a
+        token keeps the union alive when it keeps one lexeme alive, and a lexeme that ends inside
+        a token is a split whatever the others do. No row of the combined state is needed, and
+        each lexeme's walk is shared by every combination it takes part in."""
+        parts = [self.walk(self.lexer.single(k, s)) for k, s in pairs]
+        alive = parts[0].alive.copy()
+        for part in parts[1:]:
+            alive |= part.alive
+        alive.flags.writeable = False
+        return TokenWalk(alive, tuple(splits for part in parts for splits in part.splits))
 
     def _widest_slice(self, state: int) -> TokenSlice | None:
         """The widest JSON-string slice whose every text keeps the lexer alive from `state`."""
@@ -360,7 +401,8 @@ class MaskComputer:
             frontier, frontier_state = pending[:n_pending].copy(), pending_state[:n_pending].copy()
         packed = alive.view(np.int32)
         packed.flags.writeable = False
-        return TokenWalk(packed, index, split_nodes[:count].copy(), split_states[:count].copy())
+        splits = (Splits(index, split_nodes[:count].copy(), split_states[:count].copy()),) if count else ()
+        return TokenWalk(packed, splits)
 
     def _walk_numpy(self, start: int, index: TrieIndex) -> TokenWalk:
         """Step every node's prefix of `index`'s trie through the lexer, one level at a time.
@@ -422,7 +464,7 @@ class MaskComputer:
             nodes = nodes[accepting[node_state[nodes]] & index.has_below[nodes]]
         nodes = nodes[nodes > 0]
         alive.flags.writeable = False
-        return TokenWalk(alive, index, nodes, node_state[nodes])
+        return TokenWalk(alive, (Splits(index, nodes, node_state[nodes]),) if nodes.size else ())
 
     def _walk_tail(self, index: TrieIndex, frontier: np.ndarray, node_state: np.ndarray) -> np.ndarray:
         """Walk the subtrees below `frontier` depth first in Python (they are small); fill in

@@ -160,6 +160,59 @@ def test_json_schema_masks_equal_brute_force(vocab_llama3, prefix):
     assert not diff.size, [(int(t), vocab_llama3.token_bytes[t], bool(got[t])) for t in diff[:10]]
 
 
+OPEN_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "nation": {"enum": ["fr", "de", 12, None]},
+        "value": {"anyOf": [{"type": "string", "maxLength": 5}, {"type": "number"}, {"const": "n/a"}]},
+    },
+    "additionalProperties": {"type": ["string", "integer"]},
+}
+
+
+@pytest.mark.parametrize("prefix", [b"", b"{", b'{"', b'{"na', b'{"nation": ', b'{"value": "', b'{"value": 1', b'{"x'])
+def test_several_alive_lexemes_masks_equal_brute_force(vocab_llama3, prefix):
+    """States where several lexemes are alive (known keys beside any other key, alternatives of a
+    value), whose walks are unions of each lexeme's walk."""
+    compiled = grammask.compile(Grammar.from_json_schema(OPEN_SCHEMA), vocab_llama3)
+    matcher = compiled.matcher()
+    assert matcher.advance_bytes(prefix)
+    got = unpack_bitmask(matcher._mask(), vocab_llama3.size)
+    want = brute_force(matcher)
+    diff = np.flatnonzero(got != want)
+    assert not diff.size, [(int(t), vocab_llama3.token_bytes[t], bool(got[t])) for t in diff[:10]]
+
+
+def test_union_walk_equals_the_walk_of_the_combined_state(vocab_llama3):
+    compiled = grammask.compile(Grammar.from_json_schema(OPEN_SCHEMA), vocab_llama3)
+    masks, lexer = compiled.masks, compiled.parser.lexer
+    matcher = compiled.matcher()
+    combined = 0
+    for data in (b'{"', b'{"na', b'{"value": ', b'{"x": ', b'{"nation": '):
+        twin = matcher.copy()
+        assert twin.advance_bytes(data)
+        for _, state in twin._history[-1].scans:
+            if len(lexer.pairs(state)) < 2:
+                continue
+            combined += 1
+            union, direct = masks.walk(state), masks._walk(state, masks.tables.index)
+            assert np.array_equal(union.alive, direct.alive)
+            for k, s in lexer.pairs(state):  # each lexeme's splits, where its walk is over the whole trie
+                own = masks.walk(lexer.single(k, s))
+                if any(splits.index is not masks.tables.index for splits in own.splits):
+                    continue  # walked over a slice's rest: other nodes
+                mine = {node for splits in own.splits for node in splits.nodes.tolist()}
+                theirs = {
+                    node
+                    for splits in direct.splits
+                    for node, q in zip(splits.nodes.tolist(), splits.states.tolist(), strict=True)
+                    if k in lexer.accepts[q]
+                }
+                assert mine == theirs
+    assert combined >= 2
+
+
 def parens() -> Grammar:
     return Grammar({"root": alt(seq(literal("("), ref("root"), literal(")")), literal("x"))})
 
@@ -222,9 +275,11 @@ def test_compiled_walk_equals_numpy_walk(vocab_llama3, grammar_name):
             for index in (tables.index, *(s.rest for s in tables.json_string)):
                 a, b = masks._walk_compiled(state, index), masks._walk_numpy(state, index)
                 assert np.array_equal(a.alive, b.alive)
-                assert sorted(zip(a.split_nodes.tolist(), a.split_states.tolist(), strict=False)) == sorted(
-                    zip(b.split_nodes.tolist(), b.split_states.tolist(), strict=False)
-                )
+                assert [s.index for s in a.splits] == [s.index for s in b.splits] and len(a.splits) <= 1
+                pairs = [
+                    sorted(zip(s.nodes.tolist(), s.states.tolist(), strict=True)) for w in (a, b) for s in w.splits
+                ]
+                assert pairs[: len(a.splits)] == pairs[len(a.splits) :]
 
 
 @pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
