@@ -97,8 +97,9 @@ def _walk_trie(
 
 def _step_suffixes(
     tokens: np.ndarray,
-    offsets: np.ndarray,
-    start: int,
+    positions: np.ndarray,
+    states: np.ndarray,
+    todo: np.ndarray,
     table: np.ndarray,
     expanded: np.ndarray,
     accepting: np.ndarray,
@@ -110,37 +111,50 @@ def _step_suffixes(
     split_index: np.ndarray,
     split_position: np.ndarray,
     split_state: np.ndarray,
+    n_split: int,
+    missing: np.ndarray,
 ) -> tuple[int, int]:
-    """Step each token's bytes from its offset through the lexer, from lexer state `start`.
+    """Step the bytes of each token `i` still `todo` through the lexer, from lexer state
+    `states[i]` at byte `positions[i]`.
 
     Sets `ok[i]` when the lexer stays alive to the token's end, `died[i]` when it dies on the way,
-    and lists every position before the end where a lexeme is complete (the token's index, the
-    position after the lexeme, the lexer state there). Returns (number listed, -1), or (0, state)
-    when the row of lexer state `state` is needed and not computed yet."""
-    n_split = 0
+    and lists (from `n_split` on) every position before the end where a lexeme is complete (the
+    token's index, the position after the lexeme, the lexer state there). A token that needs a
+    row not computed yet stops there, its state and position kept and its `todo` left set, and
+    the state goes to `missing` (as many as fit). Returns (number listed, number missing)."""
+    n_missing = 0
     for i in range(len(tokens)):
+        if not todo[i]:
+            continue
         token = tokens[i]
         base = token_start[token]
         end = token_len[token]
-        position = offsets[i]
-        state = start
+        position = positions[i]
+        state = states[i]
         while True:
             if not expanded[state]:
-                return 0, state
+                positions[i] = position
+                states[i] = state
+                if n_missing < len(missing):
+                    missing[n_missing] = state
+                    n_missing += 1
+                break
             state = table[state, flat_bytes[base + position]]
             position += 1
             if state == 0:
                 died[i] = True
+                todo[i] = False
                 break
             if position == end:
                 ok[i] = True
+                todo[i] = False
                 break
             if accepting[state]:
                 split_index[n_split] = i
                 split_position[n_split] = position
                 split_state[n_split] = state
                 n_split += 1
-    return n_split, -1
+    return n_split, n_missing
 
 
 def _slice_depth(
@@ -247,7 +261,7 @@ def warm_up() -> None:
         np.zeros(4, dtype=np.int64),
     )  # fmt: skip
     step_suffixes(
-        one, one.copy(), 1, np.zeros((2, 256), dtype=np.int32), np.ones(2, dtype=bool), np.zeros(2, dtype=bool),
-        data, starts, lengths, np.zeros(1, dtype=bool), np.zeros(1, dtype=bool), one.copy(), one.copy(),
-        np.zeros(1, dtype=np.int32),
+        one, one.copy(), np.ones(1, dtype=np.int32), np.ones(1, dtype=bool), np.zeros((2, 256), dtype=np.int32),
+        np.ones(2, dtype=bool), np.zeros(2, dtype=bool), data, starts, lengths, np.zeros(1, dtype=bool),
+        np.zeros(1, dtype=bool), one.copy(), one.copy(), np.zeros(1, dtype=np.int32), 0, one.copy(),
     )  # fmt: skip

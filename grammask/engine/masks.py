@@ -40,6 +40,8 @@ _SLICE_PAIRS = 2048
 #: combined cost ~0.3 ms each); past them it settles for what it has proven.
 _SLICE_ROWS = 64
 _SLICE_PAIRS_NUMPY = 48
+#: Lexer rows one pass of `kernels.step_suffixes` may ask for before the steps go on.
+_STEP_ROWS = 256
 
 __all__ = ["MaskComputer", "Splits", "TokenWalk"]
 
@@ -529,17 +531,22 @@ class MaskComputer:
         split_index = np.empty(capacity, dtype=np.int64)
         split_position = np.empty(capacity, dtype=np.int64)
         split_state = np.empty(capacity, dtype=np.int32)
+        positions = offsets.astype(np.int64)  # a copy: the kernel moves it on
+        states = np.full(len(tokens), earley_set.lex_start, dtype=np.int32)
+        todo = np.ones(len(tokens), dtype=bool)
+        ok = np.zeros(len(tokens), dtype=bool)
+        died = np.zeros(len(tokens), dtype=bool)
+        missing = np.empty(_STEP_ROWS, dtype=np.int64)
+        count = 0
         while True:
-            ok = np.zeros(len(tokens), dtype=bool)
-            died = np.zeros(len(tokens), dtype=bool)
-            count, missing = kernels.step_suffixes(
-                tokens, offsets, earley_set.lex_start, lexer.table, lexer.expanded, lexer.accepting,
+            count, n_missing = kernels.step_suffixes(
+                tokens, positions, states, todo, lexer.table, lexer.expanded, lexer.accepting,
                 trie.flat_bytes, trie.token_start, trie.token_len, ok, died,
-                split_index, split_position, split_state,
+                split_index, split_position, split_state, count, missing,
             )  # fmt: skip
-            if missing < 0:
+            if not n_missing:
                 break
-            lexer.ensure(np.array([missing]))  # a row the steps need: compute it, step again
+            lexer.ensure(missing[:n_missing])  # rows the steps need: compute them, go on from there
         unsure = died if earley_set.tainted else np.zeros(len(tokens), dtype=bool)
         if count:
             index = split_index[:count]
