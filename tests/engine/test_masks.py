@@ -16,6 +16,7 @@ from grammask import assets
 from grammask.bitmask import unpack_bitmask
 from grammask.compiler import CompiledGrammar
 from grammask.engine import kernels
+from grammask.engine import masks as masks_module
 from grammask.grammar import Grammar
 from grammask.ir import regex as rx
 from grammask.ir.grammar import alt, lex, literal, opt, ref, seq, star, token
@@ -182,6 +183,30 @@ def test_several_alive_lexemes_masks_equal_brute_force(vocab_llama3, prefix):
     want = brute_force(matcher)
     diff = np.flatnonzero(got != want)
     assert not diff.size, [(int(t), vocab_llama3.token_bytes[t], bool(got[t])) for t in diff[:10]]
+
+
+@pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
+@pytest.mark.parametrize("prefix", [b"{", b'{"value": "'])
+def test_suffix_steps_resume_after_each_missing_row(vocab_llama3, monkeypatch, prefix):
+    """With room for one missing lexer row per pass, tokens stop and resume many times: the
+    masks stay exact."""
+    monkeypatch.setattr(masks_module, "_STEP_ROWS", 1)
+    passes = []
+    step = kernels.step_suffixes
+
+    def counted(*args):
+        found = step(*args)
+        passes.append(found[1])
+        return found
+
+    monkeypatch.setattr(kernels, "step_suffixes", counted)
+    compiled = CompiledGrammar(Grammar.from_json_schema(OPEN_SCHEMA), vocab_llama3)  # fresh: no rows yet
+    matcher = compiled.matcher()
+    assert matcher.advance_bytes(prefix)
+    got = unpack_bitmask(matcher._mask(), vocab_llama3.size)
+    assert any(passes), "no pass stopped at a missing row"
+    want = brute_force(matcher)
+    assert np.array_equal(got, want)
 
 
 def test_union_walk_equals_the_walk_of_the_combined_state(vocab_llama3):
