@@ -97,73 +97,76 @@ class NFABuilder:
         return cid[id(root)]
 
     def build(self) -> CharNFA:
-        nfa = CharNFA()
-        labels, targets, eps, classes = nfa.labels, nfa.targets, nfa.eps, nfa.classes
-        cid = self.cid
-        built: dict[tuple[int, int], int] = {}  # (canonical id, continuation) → entry state
-        class_index: dict[int, int] = {}  # canonical id of a class → its index in `classes`
-
-        def new_state() -> int:
-            labels.append(-1)
-            targets.append(-1)
-            eps.append([])
-            return len(eps) - 1
-
-        def build(node: rx.RegexNode, cont: int) -> Walk[int]:
-            """Add `node`'s states in front of state `cont`; return its entry state."""
-            c = cid.get(id(node))
-            if c is None:  # made while building
-                self.made.append(node)
-                c = self._canon(node)
-            key = (c, cont)
-            found = built.get(key)
-            if found is not None:
-                return found
-            if isinstance(node, rx.CharClass):
-                label = class_index.get(c)
-                if label is None:
-                    label = class_index[c] = len(classes)
-                    classes.append(node)
-                found = len(eps)
-                labels.append(label)
-                targets.append(cont)
-                eps.append([])
-            elif isinstance(node, rx.Concat):
-                for item in reversed(node.items):
-                    cont = yield build(item, cont)
-                found = cont
-            elif isinstance(node, rx.Alt):
-                entries = []
-                for item in node.items:
-                    entries.append((yield build(item, cont)))
-                found = new_state()
-                eps[found] = entries
-            else:
-                found = yield build_repeat(node, cont)
-            built[key] = found
-            return found
-
-        def build_repeat(node: rx.Repeat, cont: int) -> Walk[int]:
-            inner = node.item
-            if isinstance(inner, rx.Repeat) and inner.min <= 1:
-                # (x{0|1,b}){m,n} is x{m·min, n·b}: same counts, and no epsilon closures
-                # spanning copies.
-                high = None if inner.max is None or node.max is None else inner.max * node.max
-                return (yield build(rx.repeat(inner.item, node.min * inner.min, high), cont))
-            if node.max is None:
-                hub = cur = new_state()
-                eps[hub] = [(yield build(inner, hub)), cont]
-            else:
-                cur = cont
-                for _ in range(node.max - node.min):
-                    # Either stop here, or read one more copy and decide again after it.
-                    entry = yield build(inner, cur)
-                    cur = new_state()
-                    eps[cur] = [cont, entry]
-            for _ in range(node.min):
-                cur = yield build(inner, cur)
-            return cur
-
-        nfa.final = new_state()
-        nfa.start = run(build(self.root, nfa.final))
+        # The walkers are methods, not closures over each other: recursive closures would form a
+        # reference cycle holding the build's tables until the cyclic collector passed.
+        self._nfa = nfa = CharNFA()
+        self._built: dict[tuple[int, int], int] = {}  # (canonical id, continuation) → entry state
+        self._class_index: dict[int, int] = {}  # canonical id of a class → its index in `classes`
+        nfa.final = self._new_state()
+        nfa.start = run(self._build(self.root, nfa.final))
+        self._built, self._class_index = {}, {}
         return nfa
+
+    def _new_state(self) -> int:
+        nfa = self._nfa
+        nfa.labels.append(-1)
+        nfa.targets.append(-1)
+        nfa.eps.append([])
+        return len(nfa.eps) - 1
+
+    def _build(self, node: rx.RegexNode, cont: int) -> Walk[int]:
+        """Add `node`'s states in front of state `cont`; return its entry state."""
+        nfa, built = self._nfa, self._built
+        c = self.cid.get(id(node))
+        if c is None:  # made while building
+            self.made.append(node)
+            c = self._canon(node)
+        key = (c, cont)
+        found = built.get(key)
+        if found is not None:
+            return found
+        if isinstance(node, rx.CharClass):
+            label = self._class_index.get(c)
+            if label is None:
+                label = self._class_index[c] = len(nfa.classes)
+                nfa.classes.append(node)
+            found = len(nfa.eps)
+            nfa.labels.append(label)
+            nfa.targets.append(cont)
+            nfa.eps.append([])
+        elif isinstance(node, rx.Concat):
+            for item in reversed(node.items):
+                cont = yield self._build(item, cont)
+            found = cont
+        elif isinstance(node, rx.Alt):
+            entries = []
+            for item in node.items:
+                entries.append((yield self._build(item, cont)))
+            found = self._new_state()
+            nfa.eps[found] = entries
+        else:
+            found = yield self._build_repeat(node, cont)
+        built[key] = found
+        return found
+
+    def _build_repeat(self, node: rx.Repeat, cont: int) -> Walk[int]:
+        eps = self._nfa.eps
+        inner = node.item
+        if isinstance(inner, rx.Repeat) and inner.min <= 1:
+            # (x{0|1,b}){m,n} is x{m·min, n·b}: same counts, and no epsilon closures
+            # spanning copies.
+            high = None if inner.max is None or node.max is None else inner.max * node.max
+            return (yield self._build(rx.repeat(inner.item, node.min * inner.min, high), cont))
+        if node.max is None:
+            hub = cur = self._new_state()
+            eps[hub] = [(yield self._build(inner, hub)), cont]
+        else:
+            cur = cont
+            for _ in range(node.max - node.min):
+                # Either stop here, or read one more copy and decide again after it.
+                entry = yield self._build(inner, cur)
+                cur = self._new_state()
+                eps[cur] = [cont, entry]
+        for _ in range(node.min):
+            cur = yield self._build(inner, cur)
+        return cur

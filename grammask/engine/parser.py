@@ -30,6 +30,7 @@ from collections.abc import Iterable
 from grammask.automata.compile import compile_regex
 from grammask.automata.dfa import ByteDFA
 from grammask.engine.lexer import Lexer
+from grammask.ir import regex as rx
 from grammask.ir.grammar import Lex
 from grammask.ir.normalise import BNF, terminal_symbol
 from grammask.limits import Limits, check_deadline
@@ -111,8 +112,37 @@ def _placeholder() -> EarleySet:
     opaque = EarleySet.__new__(EarleySet)
     opaque.items, opaque.waiting, opaque.tokens = frozenset(), {}, {}
     opaque.lex_start, opaque.accepting, opaque.expects, opaque.tainted = 0, False, False, True
-    opaque.abstract = opaque
+    opaque.abstract = _ITSELF
     return opaque
+
+
+#: The `abstract` of a set that is its own abstract set (a reference to itself would be a cycle,
+#: left for the cyclic collector when the grammar is dropped).
+_ITSELF = EarleySet.__new__(EarleySet)
+
+
+class _Lexemes:
+    """The DFAs of a grammar's lexemes, compiled once each (apart from the parser, so that the lexer
+    that asks for them holds no reference back to it: a dropped grammar is freed at once)."""
+
+    def __init__(self, regexes: dict[int, rx.RegexNode], limits: Limits) -> None:
+        #: the regexes of lexemes not compiled yet (each dropped once compiled: a parse never needs
+        #: it again, and the IR's many small objects would stay alive as long as the grammar)
+        self._regexes = regexes
+        self._dfas: dict[int, ByteDFA] = {}
+        self._limits = limits
+        self._lock = threading.Lock()
+
+    def dfa(self, terminal: int) -> ByteDFA:
+        found = self._dfas.get(terminal)
+        if found is None:
+            with self._lock:
+                found = self._dfas.get(terminal)
+                if found is None:
+                    found = compile_regex(self._regexes[terminal], limits=self._limits)
+                    self._dfas[terminal] = found
+                    del self._regexes[terminal]
+        return found
 
 
 class Parser:
@@ -129,10 +159,8 @@ class Parser:
         self.rhs = [rhs for _, rhs in bnf.productions]
         self.is_lexeme = [isinstance(t, Lex) for t in bnf.terminals]
         self.token_ids = token_ids
-        #: the regexes of lexemes not compiled yet (dropped once compiled: see `dfa`)
-        self._regexes = {k: t.regex for k, t in enumerate(bnf.terminals) if isinstance(t, Lex)}
-        self._dfas: dict[int, ByteDFA] = {}
-        self.lexer = Lexer(self.dfa, limits)
+        self._lexemes = _Lexemes({k: t.regex for k, t in enumerate(bnf.terminals) if isinstance(t, Lex)}, limits)
+        self.lexer = Lexer(self._lexemes.dfa, limits)
         self._sets: dict[tuple[frozenset[Item], bool], EarleySet] = {}
         self._set_items = 0  # items of the sets in `_sets`, for `nbytes`
         self._configs: dict[tuple[frozenset[tuple[EarleySet, int]], bool], Config] = {}
@@ -194,19 +222,8 @@ class Parser:
     # -- lexemes --------------------------------------------------------------------------------
 
     def dfa(self, terminal: int) -> ByteDFA:
-        """The DFA of lexeme terminal `terminal` (compiled once, by `compile_lexemes` or on demand).
-
-        The regex is dropped once compiled: a parse never needs it again, and the IR's many small
-        objects would stay alive as long as the grammar."""
-        found = self._dfas.get(terminal)
-        if found is None:
-            with self._lock:
-                found = self._dfas.get(terminal)
-                if found is None:
-                    found = compile_regex(self._regexes[terminal], limits=self.limits)
-                    self._dfas[terminal] = found
-                    del self._regexes[terminal]
-        return found
+        """The DFA of lexeme terminal `terminal` (compiled once, by `compile_lexemes` or on demand)."""
+        return self._lexemes.dfa(terminal)
 
     def compile_lexemes(self) -> None:
         """Compile the DFA of every lexeme now (checking the compile deadline between them)."""
@@ -285,12 +302,12 @@ class Parser:
             placeholder = self.placeholder
             items = frozenset((p, d, None if o is None else placeholder) for p, d, o in earley_set.items)
             if items == earley_set.items:
-                found = earley_set
-            else:
-                found = self._intern_set(items, earley_set.tainted)
-                found.abstract = found
+                earley_set.abstract = _ITSELF
+                return earley_set
+            found = self._intern_set(items, earley_set.tainted)
+            found.abstract = _ITSELF
             earley_set.abstract = found
-        return found
+        return earley_set if found is _ITSELF else found
 
     # -- configs ----------------------------------------------------------------------------------
 
