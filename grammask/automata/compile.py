@@ -98,11 +98,12 @@ def _build(node: rx.RegexNode, limits: Limits) -> ByteDFA:
     if _is_ascii(node):
         return _ascii_chain([node])
     if isinstance(node, rx.Concat):
-        parts = [
-            _ascii_chain(list(run)) if ascii else compile_regex(run[0], limits=limits)
-            for ascii, group in groupby(node.items, _is_ascii)
-            for run in ([tuple(group)] if ascii else [(item,) for item in group])
-        ]
+        parts: list[ByteDFA] = []
+        for ascii, group in groupby(node.items, _is_ascii):
+            if ascii:
+                parts.append(_ascii_chain(list(group)))
+            else:
+                parts.extend(compile_regex(item, limits=limits) for item in group)
         joined = concat_dfas(parts, limits.max_dfa_states)
         if joined is not None:
             return joined

@@ -78,6 +78,16 @@ def brute_force(matcher) -> np.ndarray:
     return allowed
 
 
+def assert_mask_is_brute_force(compiled, prefix: bytes) -> None:
+    """After `prefix`, the engine's mask equals the brute-force one (the first differences shown)."""
+    matcher = compiled.matcher()
+    assert matcher.advance_bytes(prefix)
+    got = unpack_bitmask(matcher._mask(), compiled.vocab.size)
+    want = brute_force(matcher)
+    diff = np.flatnonzero(got != want)
+    assert not diff.size, [(int(t), compiled.vocab.token_bytes[t], bool(got[t])) for t in diff[:10]]
+
+
 def random_walk(compiled, steps: int, seed: int):
     """Matchers at successive states of a random walk through allowed tokens."""
     rng = random.Random(seed)
@@ -152,13 +162,7 @@ SCHEMA = {
 )
 def test_json_schema_masks_equal_brute_force(vocab_llama3, prefix):
     """Real JSON Schema lexemes, nested objects (abstract sets), bounded strings and slices."""
-    compiled = grammask.compile(Grammar.from_json_schema(SCHEMA), vocab_llama3)
-    matcher = compiled.matcher()
-    assert matcher.advance_bytes(prefix)
-    got = unpack_bitmask(matcher._mask(), vocab_llama3.size)
-    want = brute_force(matcher)
-    diff = np.flatnonzero(got != want)
-    assert not diff.size, [(int(t), vocab_llama3.token_bytes[t], bool(got[t])) for t in diff[:10]]
+    assert_mask_is_brute_force(grammask.compile(Grammar.from_json_schema(SCHEMA), vocab_llama3), prefix)
 
 
 OPEN_SCHEMA = {
@@ -176,13 +180,7 @@ OPEN_SCHEMA = {
 def test_several_alive_lexemes_masks_equal_brute_force(vocab_llama3, prefix):
     """States where several lexemes are alive (known keys beside any other key, alternatives of a
     value), whose walks are unions of each lexeme's walk."""
-    compiled = grammask.compile(Grammar.from_json_schema(OPEN_SCHEMA), vocab_llama3)
-    matcher = compiled.matcher()
-    assert matcher.advance_bytes(prefix)
-    got = unpack_bitmask(matcher._mask(), vocab_llama3.size)
-    want = brute_force(matcher)
-    diff = np.flatnonzero(got != want)
-    assert not diff.size, [(int(t), vocab_llama3.token_bytes[t], bool(got[t])) for t in diff[:10]]
+    assert_mask_is_brute_force(grammask.compile(Grammar.from_json_schema(OPEN_SCHEMA), vocab_llama3), prefix)
 
 
 @pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
@@ -201,12 +199,8 @@ def test_suffix_steps_resume_after_each_missing_row(vocab_llama3, monkeypatch, p
 
     monkeypatch.setattr(kernels, "step_suffixes", counted)
     compiled = CompiledGrammar(Grammar.from_json_schema(OPEN_SCHEMA), vocab_llama3)  # fresh: no rows yet
-    matcher = compiled.matcher()
-    assert matcher.advance_bytes(prefix)
-    got = unpack_bitmask(matcher._mask(), vocab_llama3.size)
+    assert_mask_is_brute_force(compiled, prefix)
     assert any(passes), "no pass stopped at a missing row"
-    want = brute_force(matcher)
-    assert np.array_equal(got, want)
 
 
 def test_union_walk_equals_the_walk_of_the_combined_state(vocab_llama3):
