@@ -3,9 +3,10 @@
 A compiled grammar holds the parser (vocabulary-independent), the token-mask computer for one
 vocabulary, and the one bounded cache (`LRUCache`) where both keep what they learn while
 decoding. Many matchers, in many threads, can share one. `compile` keeps the most recently used
-compiled grammars, keyed by grammar and vocabulary fingerprint, within a total byte budget. (The
-key holds the grammar's IR; a digest instead cost more per compile, 10-30 ms on real schemas, than
-the IR costs the garbage collector.)
+compiled grammars, keyed by grammar and vocabulary fingerprint, within a total byte budget. The
+key is the grammar's canonical text (`Grammar.canonical`), one string, not its IR: 64 cached IRs
+were most of the objects a full garbage collection scans in a long-running process (75% of its
+pause on MaskBench), and the text costs about 1.5 ms per compile on real schemas.
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ def _token_ids(bnf: BNF, vocab: Vocabulary) -> list[tuple[int, ...]]:
     return ids
 
 
-_cache: OrderedDict[tuple, CompiledGrammar] = OrderedDict()
+_cache: OrderedDict[tuple[str, str, Limits], CompiledGrammar] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
@@ -96,7 +97,7 @@ def compile(grammar: Grammar, vocab: Vocabulary, *, limits: Limits | None = None
     The cache keeps at most `limits.max_cached_grammars` grammars holding at most
     `limits.max_compile_cache_bytes` together, least recently used out first."""
     limits = limits or DEFAULT_LIMITS
-    key = (grammar.start, tuple(grammar.rules.items()), tuple(grammar.warnings), vocab.fingerprint, limits)
+    key = (grammar.canonical(), vocab.fingerprint, limits)
     with _cache_lock:
         found = _cache.get(key)
         if found is not None:

@@ -1,9 +1,11 @@
 """`grammask.compile` and `CompiledGrammar`: what a dropped grammar leaves behind."""
 
 import gc
+import sys
 
 import numpy as np
 
+import grammask
 from grammask import Grammar
 from grammask.compiler import CompiledGrammar
 from grammask.ir import regex as rx
@@ -51,3 +53,15 @@ def test_an_nfa_build_leaves_no_cycles():
     # Before: the whole NFA (a list per state) was cyclic garbage; what is left is a UTF-8 byte
     # template's small recursive closure, made once per template.
     assert _cyclic_garbage(lambda: compile_regex(node)) < 50
+
+
+def test_the_compile_cache_keeps_no_ir(vocab_llama3):
+    """The cache is keyed by the grammar's canonical text: a cached grammar's IR, tens of thousands
+    of small objects for a large schema, is not kept for every full collection to scan."""
+    grammar = Grammar.from_json_schema({**SCHEMA, "required": ["name"]})
+    bodies = list(grammar.rules.values())
+    before = [sys.getrefcount(body) for body in bodies]
+    compiled = grammask.compile(grammar, vocab_llama3)
+    assert [sys.getrefcount(body) for body in bodies] == before
+    assert grammask.compile(Grammar.from_json_schema({**SCHEMA, "required": ["name"]}), vocab_llama3) is compiled
+    assert grammask.compile(Grammar.from_json_schema({**SCHEMA, "required": ["tags"]}), vocab_llama3) is not compiled

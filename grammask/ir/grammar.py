@@ -17,6 +17,7 @@ they go (adjacent lexemes in a sequence merge into one lexeme, for instance).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from grammask.errors import GrammarError
 from grammask.ir import regex as rx
@@ -200,6 +201,15 @@ class Grammar:
         # Short: a rule body may nest as deep as its input, and its repr would recurse as deep.
         return f"{type(self).__name__}(start={self.start!r}, {len(self.rules)} rules)"
 
+    def canonical(self) -> str:
+        """An exact text of this grammar (rules, start and warnings): equal for equal grammars and
+        different for different ones, whatever subtrees the two share.
+
+        One untracked string, so it can key a long-lived cache (`grammask.compile`'s) where the
+        grammar's own tree of small objects would make every full garbage collection slower."""
+        records, roots = _canonical_nodes(list(self.rules.values()))
+        return repr((records, list(zip(self.rules, roots, strict=True)), self.start, self.warnings))
+
     def __post_init__(self) -> None:
         if self.start not in self.rules:
             raise GrammarError(f"the start rule {self.start!r} is not defined")
@@ -208,6 +218,49 @@ class Grammar:
         for name, body in self.rules.items():  # name the rule at fault
             for missing in _refs(body) - self.rules.keys():
                 raise GrammarError(f"rule {name!r} refers to undefined rule {missing!r}")
+
+
+#: The record tag of each kind of node with children, and where they are.
+_ITEMS = {rx.Concat: "concat", rx.Alt: "|", Seq: "seq", Alt: "alt"}
+_ITEM = {rx.Repeat: "repeat", Rep: "rep"}
+
+
+def _canonical_nodes(roots: list[Expr]) -> tuple[list[tuple], list[int]]:
+    """Every distinct node under `roots` as a record of its kind, fields and children's numbers
+    (children first, numbered in order of first record), and the numbers of `roots`. Iterative,
+    and each object visited once; equal nodes get one number, so sharing does not change it."""
+    number_of: dict[int, int] = {}  # id(node) -> its record's number
+    records: dict[tuple, int] = {}
+    stack: list[Any] = list(roots)  # nodes of both trees, told apart by type (the hot loop)
+    while stack:
+        node = stack[-1]
+        if id(node) in number_of:
+            stack.pop()
+            continue
+        kind = type(node)
+        record: tuple
+        if kind is rx.CharClass:
+            record = node.ranges  # pairs: no other record starts with a tuple
+        elif kind is Ref:
+            record = ("ref", node.name)
+        elif kind is Token:
+            record = ("token", node.token)
+        else:
+            children = node.items if kind in _ITEMS else (node.item,) if kind in _ITEM else (node.regex,)
+            missing = [child for child in children if id(child) not in number_of]
+            if missing:
+                stack.extend(missing)
+                continue
+            numbers = [number_of[id(child)] for child in children]
+            if kind in _ITEMS:
+                record = (_ITEMS[kind], *numbers)
+            elif kind in _ITEM:
+                record = (_ITEM[kind], numbers[0], node.min, node.max)
+            else:
+                record = ("lex", numbers[0])
+        stack.pop()
+        number_of[id(node)] = records.setdefault(record, len(records))
+    return list(records), [number_of[id(root)] for root in roots]
 
 
 def _refs(*exprs: Expr) -> set[str]:
