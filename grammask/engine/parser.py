@@ -74,7 +74,9 @@ class EarleySet:
                 waiting.setdefault(body[dot], []).append(item)
             elif p == 0:
                 accepting = True
-        self.waiting = waiting
+        #: symbol → the items whose dot is before it. Tuples, not lists: the garbage collector
+        #: stops tracking a tuple of items that all start here, as most do.
+        self.waiting: dict[int, tuple[Item, ...]] = {s: tuple(found) for s, found in waiting.items()}
         self.accepting = accepting
         lexemes = tuple(k for s in waiting if s < 0 and parser.is_lexeme[k := terminal_symbol(s)])
         #: where a lexeme starting here begins: a lexer state of its own, never reached by bytes

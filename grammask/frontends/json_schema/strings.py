@@ -122,7 +122,6 @@ def encode(node: rx.RegexNode) -> rx.RegexNode:
     return rx.repeat(encode(node.item), node.min, node.max)
 
 
-@lru_cache(maxsize=256)
 def string_literal(content: rx.RegexNode) -> rx.RegexNode:
     """The quoted JSON literal of strings in `content` (a regex over decoded code points)."""
     return rx.concat(rx.literal('"'), encode(content), rx.literal('"'))
