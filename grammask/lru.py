@@ -44,11 +44,14 @@ _MISSING = object()
 class LRUCache:
     """A thread-safe LRU mapping bounded by the estimated bytes of its values."""
 
-    __slots__ = ("budget", "_data", "_bytes", "_lock", "_hits", "_misses", "_evictions")
+    __slots__ = ("budget", "_data", "_sizes", "_bytes", "_lock", "_hits", "_misses", "_evictions")
 
     def __init__(self, budget: int) -> None:
         self.budget = budget
-        self._data: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
+        self._data: OrderedDict[Hashable, Any] = OrderedDict()
+        # Sizes apart from values: a (value, size) pair per entry would be one more object for the
+        # garbage collector to scan, and caches hold tens of thousands of entries.
+        self._sizes: dict[Hashable, int] = {}
         self._bytes = 0
         self._lock = threading.Lock()
         self._hits = self._misses = self._evictions = 0
@@ -62,27 +65,27 @@ class LRUCache:
                 return default
             self._data.move_to_end(key)
             self._hits += 1
-            return found[0]  # type: ignore[index]
+            return found
 
     def put(self, key: Hashable, value: Any, nbytes: int = OBJECT_BYTES) -> Any:
         """Store `value` under `key`, evicting the least recently used entries over the budget.
         Returns `value`."""
         nbytes += OBJECT_BYTES  # the key and the bookkeeping
         with self._lock:
-            old = self._data.pop(key, None)
-            if old is not None:
-                self._bytes -= old[1]
-            self._data[key] = (value, nbytes)
-            self._bytes += nbytes
+            self._data.pop(key, None)
+            self._bytes += nbytes - self._sizes.pop(key, 0)
+            self._data[key] = value
+            self._sizes[key] = nbytes
             while self._bytes > self.budget and len(self._data) > 1:
-                _, (_, size) = self._data.popitem(last=False)
-                self._bytes -= size
+                evicted, _ = self._data.popitem(last=False)
+                self._bytes -= self._sizes.pop(evicted)
                 self._evictions += 1
         return value
 
     def clear(self) -> None:
         with self._lock:
             self._data.clear()
+            self._sizes.clear()
             self._bytes = 0
 
     @property

@@ -163,9 +163,11 @@ class Parser:
         self.token_ids = token_ids
         self._lexemes = _Lexemes({k: t.regex for k, t in enumerate(bnf.terminals) if isinstance(t, Lex)}, limits)
         self.lexer = Lexer(self._lexemes.dfa, limits)
-        self._sets: dict[tuple[frozenset[Item], bool], EarleySet] = {}
+        # Hash-consing tables, one per value of the flag (tainted, accepting) rather than keyed by
+        # (items, flag) pairs: a pair per entry would be one more object for the garbage collector.
+        self._sets: tuple[dict[frozenset[Item], EarleySet], ...] = ({}, {})
         self._set_items = 0  # items of the sets in `_sets`, for `nbytes`
-        self._configs: dict[tuple[frozenset[tuple[EarleySet, int]], bool], Config] = {}
+        self._configs: tuple[dict[frozenset[tuple[EarleySet, int]], Config], ...] = ({}, {})
         self._lock = threading.Lock()
         self.placeholder = _placeholder()
         self._init_prediction(bnf.n_nonterminals)
@@ -175,7 +177,7 @@ class Parser:
     @property
     def nbytes(self) -> int:
         """Estimated memory of the hash-consed Earley sets and configs (items, their indexes)."""
-        return _ITEM_BYTES * self._set_items + _STATE_BYTES * (len(self._sets) + len(self._configs))
+        return _ITEM_BYTES * self._set_items + _STATE_BYTES * sum(map(len, self._sets + self._configs))
 
     # -- grammar analysis -------------------------------------------------------------------------
 
@@ -264,15 +266,16 @@ class Parser:
 
     def _intern_set(self, items: frozenset[Item], tainted: bool) -> EarleySet:
         """The one set object with these items (hash-consing, within `max_parser_states`)."""
-        key = (items, tainted)
-        found = self._sets.get(key)
+        table = self._sets[tainted]
+        found = table.get(items)
         if found is None:
             found = EarleySet(items, self, tainted)
             with self._lock:
-                if len(self._sets) >= self.limits.max_parser_states:
-                    self._sets.clear()  # sets in use stay valid; only sharing is lost
+                if sum(map(len, self._sets)) >= self.limits.max_parser_states:
+                    for full in self._sets:
+                        full.clear()  # sets in use stay valid; only sharing is lost
                     self._set_items = 0
-                found = self._sets.setdefault(key, found)
+                found = table.setdefault(items, found)
                 if found.items is items:
                     self._set_items += len(items)
         return found
@@ -314,14 +317,16 @@ class Parser:
     # -- configs ----------------------------------------------------------------------------------
 
     def _config(self, scans: Iterable[tuple[EarleySet, int]], accepting: bool) -> Config:
-        key = (frozenset(scans), accepting)
-        found = self._configs.get(key)
+        key = frozenset(scans)
+        table = self._configs[accepting]
+        found = table.get(key)
         if found is None:
             found = Config(tuple(scans), accepting)
             with self._lock:
-                if len(self._configs) >= self.limits.max_parser_states:
-                    self._configs.clear()  # configs in use stay valid; only sharing is lost
-                found = self._configs.setdefault(key, found)
+                if sum(map(len, self._configs)) >= self.limits.max_parser_states:
+                    for full in self._configs:
+                        full.clear()  # configs in use stay valid; only sharing is lost
+                found = table.setdefault(key, found)
         return found
 
     def config_after_set(self, earley_set: EarleySet) -> Config:
