@@ -10,6 +10,9 @@ plus whether the text so far is a complete sentence.
 
 Earley sets are immutable and hash-consed: a set is identified by its items, whose origins are
 themselves canonical sets, so two parses that can continue in exactly the same ways share one object.
+An item names its origin by the origin's number, and each set keeps its items' origins in a small
+table: items are then tuples of integers, which Python's garbage collector stops scanning (a grammar
+that has seen a few thousand sets holds tens of thousands of items).
 Configs are hash-consed the same way. That turns the parser into a lazily built deterministic
 automaton: work done for one config (its token mask, its successor on a token) is cached under it
 (in the grammar's bounded `LRUCache`) and reused whenever the parse comes back to it.
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
+from itertools import count
 
 from grammask.automata.compile import compile_regex
 from grammask.automata.dfa import ByteDFA
@@ -43,8 +47,9 @@ __all__ = ["Config", "EarleySet", "Parser"]
 _ITEM_BYTES = 250
 _STATE_BYTES = 600
 
-# An Earley item: (production, dot, origin). Origin None means "the set that holds this item".
-Item = tuple[int, int, "EarleySet | None"]
+# An Earley item: (production, dot, origin), the origin as the number of the set where the item
+# started (`EarleySet.number`), or None for "the set that holds this item".
+Item = tuple[int, int, "int | None"]
 
 
 class EarleySet:
@@ -59,11 +64,17 @@ class EarleySet:
         "expects",
         "tainted",
         "abstract",
+        "number",
+        "origins",
         "__weakref__",
     )
 
-    def __init__(self, items: frozenset[Item], parser: Parser, tainted: bool) -> None:
+    def __init__(self, items: frozenset[Item], parser: Parser, tainted: bool, origins: dict[int, EarleySet]) -> None:
         self.items = items
+        #: unique within the parser: how items name this set as their origin
+        self.number = next(parser.numbers)
+        #: number → set, for every origin of `items` (and keeping those sets alive)
+        self.origins = origins
         waiting: dict[int, list[Item]] = {}
         rhs = parser.rhs
         accepting = False
@@ -109,10 +120,10 @@ class Config:
         return not self.scans and not self.accepting
 
 
-def _placeholder() -> EarleySet:
+def _placeholder(number: int) -> EarleySet:
     """The stand-in for every origin older than an abstract set: it expects nothing and taints."""
     opaque = EarleySet.__new__(EarleySet)
-    opaque.items, opaque.waiting, opaque.tokens = frozenset(), {}, {}
+    opaque.items, opaque.waiting, opaque.tokens, opaque.number, opaque.origins = frozenset(), {}, {}, number, {}
     opaque.lex_start, opaque.accepting, opaque.expects, opaque.tainted = 0, False, False, True
     opaque.abstract = _ITSELF
     return opaque
@@ -169,9 +180,11 @@ class Parser:
         self._set_items = 0  # items of the sets in `_sets`, for `nbytes`
         self._configs: tuple[dict[frozenset[tuple[EarleySet, int]], Config], ...] = ({}, {})
         self._lock = threading.Lock()
-        self.placeholder = _placeholder()
+        #: numbers for new Earley sets
+        self.numbers = count()
+        self.placeholder = _placeholder(next(self.numbers))
         self._init_prediction(bnf.n_nonterminals)
-        self.root = self._make_set({(0, 0, None)})
+        self.root = self._make_set({(0, 0, None)}, {})
         self.initial = self.config_after_set(self.root)
 
     @property
@@ -238,8 +251,9 @@ class Parser:
 
     # -- Earley sets ------------------------------------------------------------------------------
 
-    def _make_set(self, kernel: Iterable[Item], tainted: bool = False) -> EarleySet:
-        """The closure of `kernel` (prediction and completion), hash-consed."""
+    def _make_set(self, kernel: Iterable[Item], known: dict[int, EarleySet], tainted: bool = False) -> EarleySet:
+        """The closure of `kernel` (prediction and completion), hash-consed. `known` gives the
+        sets the kernel's origins number (it grows by those the completions reach)."""
         rhs, lhs_of, nullable = self.rhs, self.lhs, self.nullable
         items: set[Item] = set()
         stack = list(kernel)
@@ -248,28 +262,35 @@ class Parser:
             if item in items:
                 continue
             items.add(item)
-            p, dot, origin = item
+            p, dot, o = item
             body = rhs[p]
             if dot == len(body):
-                if origin is not None:  # completions with origin "here" are ε: handled by `nullable`
+                if o is not None:  # completions with origin "here" are ε: handled by `nullable`
+                    origin = known[o]
                     tainted = tainted or origin.tainted
                     for p2, d2, o2 in origin.waiting.get(lhs_of[p], ()):
-                        stack.append((p2, d2 + 1, origin if o2 is None else o2))
+                        if o2 is None:
+                            stack.append((p2, d2 + 1, o))
+                        else:
+                            stack.append((p2, d2 + 1, o2))
+                            known[o2] = origin.origins[o2]
                 continue
             s = body[dot]
             if s >= 0:
                 for p2, d2 in self.predicted(s):
                     items.add((p2, d2, None))
                 if nullable[s]:
-                    stack.append((p, dot + 1, origin))
-        return self._intern_set(frozenset(items), tainted)
+                    stack.append((p, dot + 1, o))
+        return self._intern_set(frozenset(items), tainted, known)
 
-    def _intern_set(self, items: frozenset[Item], tainted: bool) -> EarleySet:
-        """The one set object with these items (hash-consing, within `max_parser_states`)."""
+    def _intern_set(self, items: frozenset[Item], tainted: bool, known: dict[int, EarleySet]) -> EarleySet:
+        """The one set object with these items (hash-consing, within `max_parser_states`). `known`
+        gives the sets their origins number."""
         table = self._sets[tainted]
         found = table.get(items)
         if found is None:
-            found = EarleySet(items, self, tainted)
+            origins = {o: known[o] for _, _, o in items if o is not None}
+            found = EarleySet(items, self, tainted, origins)
             with self._lock:
                 if sum(map(len, self._sets)) >= self.limits.max_parser_states:
                     for full in self._sets:
@@ -285,16 +306,24 @@ class Parser:
         key = ("after", earley_set, terminals)
         found = self.cache.get(key)
         if found is None:
-            found = self._make_set(self._kernel(earley_set, terminals), earley_set.tainted)
+            known: dict[int, EarleySet] = {}
+            found = self._make_set(self._kernel(earley_set, terminals, known), known, earley_set.tainted)
             self.cache.put(key, found)
         return found
 
     @staticmethod
-    def _kernel(earley_set: EarleySet, terminals: tuple[int, ...]) -> list[Item]:
+    def _kernel(earley_set: EarleySet, terminals: tuple[int, ...], known: dict[int, EarleySet]) -> list[Item]:
+        """The items after `earley_set` once a lexeme ends as one of `terminals`; the sets their
+        origins number go to `known`."""
         kernel: list[Item] = []
         for k in terminals:
-            for p, dot, origin in earley_set.waiting.get(terminal_symbol(k), ()):
-                kernel.append((p, dot + 1, earley_set if origin is None else origin))
+            for p, dot, o in earley_set.waiting.get(terminal_symbol(k), ()):
+                if o is None:
+                    kernel.append((p, dot + 1, earley_set.number))
+                    known[earley_set.number] = earley_set
+                else:
+                    kernel.append((p, dot + 1, o))
+                    known[o] = earley_set.origins[o]
         return kernel
 
     def abstract(self, earley_set: EarleySet) -> EarleySet:
@@ -304,12 +333,12 @@ class Parser:
         the placeholder: from there on, sets are tainted."""
         found = earley_set.abstract
         if found is None:
-            placeholder = self.placeholder
+            placeholder = self.placeholder.number
             items = frozenset((p, d, None if o is None else placeholder) for p, d, o in earley_set.items)
             if items == earley_set.items:
                 earley_set.abstract = _ITSELF
                 return earley_set
-            found = self._intern_set(items, earley_set.tainted)
+            found = self._intern_set(items, earley_set.tainted, {placeholder: self.placeholder})
             found.abstract = _ITSELF
             earley_set.abstract = found
         return earley_set if found is _ITSELF else found
@@ -355,8 +384,10 @@ class Parser:
                 if len(completions) == 1:
                     made = self.complete(*completions[0])
                 else:
+                    known: dict[int, EarleySet] = {}
                     made = self._make_set(
-                        [item for done in completions for item in self._kernel(*done)],
+                        [item for done in completions for item in self._kernel(*done, known)],
+                        known,
                         any(s.tainted for s, _ in completions),
                     )
                 accepting = made.accepting
