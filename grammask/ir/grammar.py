@@ -203,12 +203,14 @@ class Grammar:
 
     def canonical(self) -> str:
         """An exact text of this grammar (rules, start and warnings): equal for equal grammars and
-        different for different ones, whatever subtrees the two share.
+        different for different ones, whatever subtrees they share and in whatever order their
+        rules were defined.
 
         One untracked string, so it can key a long-lived cache (`grammask.compile`'s) where the
         grammar's own tree of small objects would make every full garbage collection slower."""
-        records, roots = _canonical_nodes(list(self.rules.values()))
-        return repr((records, list(zip(self.rules, roots, strict=True)), self.start, self.warnings))
+        names = sorted(self.rules)
+        records, roots = _canonical_nodes([self.rules[name] for name in names])
+        return repr((records, list(zip(names, roots, strict=True)), self.start, self.warnings))
 
     def __post_init__(self) -> None:
         if self.start not in self.rules:
@@ -240,7 +242,7 @@ def _canonical_nodes(roots: list[Expr]) -> tuple[list[tuple], list[int]]:
         kind = type(node)
         record: tuple
         if kind is rx.CharClass:
-            record = node.ranges  # pairs: no other record starts with a tuple
+            record = node.ranges  # pairs, or none: every other record starts with a string
         elif kind is Ref:
             record = ("ref", node.name)
         elif kind is Token:
