@@ -28,7 +28,7 @@ def shortest_completion(parser: Parser, start: Config, *, max_states: int = 20_0
     completion is found within `max_states` parser states or it needs a special token."""
     if start.accepting:
         return b""
-    key = ("completion", start)
+    key = ("completion", start.number)
     cached: bytes | None | bool = parser.cache.get(key, False)
     if cached is not False:
         return cached  # type: ignore[return-value]

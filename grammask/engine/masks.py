@@ -146,7 +146,7 @@ class MaskComputer:
 
     def mask(self, config: Config) -> np.ndarray:
         """The packed int32 bitmask of `config` (cached; read-only)."""
-        key = ("mask", config)
+        key = ("mask", config.number)
         found = self.cache.get(key)
         if found is None:
             scans = config.scans
@@ -184,7 +184,7 @@ class MaskComputer:
 
     def _scan_mask(self, earley_set: EarleySet, state: int) -> np.ndarray:
         """The packed mask of the tokens one scan allows (cached per scan; read-only)."""
-        key = ("scan", earley_set, state)
+        key = ("scan", earley_set.number, state)
         found = self.cache.get(key)
         if found is not None:
             return found
@@ -202,7 +202,7 @@ class MaskComputer:
 
     def _abstract_scan(self, abstract: EarleySet, state: int) -> tuple[np.ndarray, _Unsure]:
         """The mask of a scan from an abstract set, and what it is unsure of."""
-        key = ("abstract", abstract, state)
+        key = ("abstract", abstract.number, state)
         found = self.cache.get(key)
         if found is not None:
             return found
@@ -257,7 +257,7 @@ class MaskComputer:
         byte cannot start a lexeme after the split are dropped with their subtree first."""
         trie, lexer = index.trie, self.lexer
         ended = lexer.accepts[state]
-        key = ("splits", earley_set, id(index), ended, hashlib.blake2b(group.tobytes(), digest_size=16).digest())
+        key = ("splits", earley_set.number, id(index), ended, hashlib.blake2b(group.tobytes(), digest_size=16).digest())
         found = self.cache.get(key)
         if found is not None:
             return found

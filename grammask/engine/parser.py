@@ -108,11 +108,13 @@ class EarleySet:
 class Config:
     """A parse state between tokens: the live scans and whether the text is a complete sentence."""
 
-    __slots__ = ("scans", "accepting", "forced", "__weakref__")
+    __slots__ = ("scans", "accepting", "forced", "number", "__weakref__")
 
-    def __init__(self, scans: tuple[tuple[EarleySet, int], ...], accepting: bool) -> None:
+    def __init__(self, scans: tuple[tuple[EarleySet, int], ...], accepting: bool, number: int) -> None:
         self.scans = scans
         self.accepting = accepting
+        #: unique within the parser (shared with Earley sets): how cache keys name this config
+        self.number = number
         self.forced: bytes | None = None
 
     @property
@@ -180,7 +182,10 @@ class Parser:
         self._set_items = 0  # items of the sets in `_sets`, for `nbytes`
         self._configs: tuple[dict[frozenset[tuple[EarleySet, int]], Config], ...] = ({}, {})
         self._lock = threading.Lock()
-        #: numbers for new Earley sets
+        #: numbers for new Earley sets and configs. Cache keys name sets and configs by number, not
+        #: by reference: a key of integers is one object fewer for the garbage collector, and
+        #: numbers are never reused, so an entry whose set or config is gone is just never read
+        #: again (the LRU drops it in time).
         self.numbers = count()
         self.placeholder = _placeholder(next(self.numbers))
         self._init_prediction(bnf.n_nonterminals)
@@ -303,7 +308,7 @@ class Parser:
 
     def complete(self, earley_set: EarleySet, terminals: tuple[int, ...]) -> EarleySet:
         """The set made when a lexeme that started at `earley_set` ends as one of `terminals`."""
-        key = ("after", earley_set, terminals)
+        key = ("after", earley_set.number, terminals)
         found = self.cache.get(key)
         if found is None:
             known: dict[int, EarleySet] = {}
@@ -350,7 +355,7 @@ class Parser:
         table = self._configs[accepting]
         found = table.get(key)
         if found is None:
-            found = Config(tuple(scans), accepting)
+            found = Config(tuple(scans), accepting, next(self.numbers))
             with self._lock:
                 if sum(map(len, self._configs)) >= self.limits.max_parser_states:
                     for full in self._configs:
@@ -400,7 +405,7 @@ class Parser:
 
     def step_token(self, config: Config, token_id: int, token_bytes: bytes, is_special: bool) -> Config | None:
         """The config after one token (cached), or None if it is not allowed."""
-        key = ("next", config, token_id)
+        key = ("next", config.number, token_id)
         cached = self.cache.get(key, False)
         if cached is not False:
             return cached
