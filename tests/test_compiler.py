@@ -65,3 +65,22 @@ def test_the_compile_cache_keeps_no_ir(vocab_llama3):
     assert [sys.getrefcount(body) for body in bodies] == before
     assert grammask.compile(Grammar.from_json_schema({**SCHEMA, "required": ["name"]}), vocab_llama3) is compiled
     assert grammask.compile(Grammar.from_json_schema({**SCHEMA, "required": ["tags"]}), vocab_llama3) is not compiled
+
+
+def test_cache_keys_and_earley_items_are_untracked(vocab_llama3):
+    """Cache keys and Earley items are tuples of numbers (sets and configs named by number): the
+    collector stops tracking them, so a grammar's thousands of entries cost full collections
+    nothing."""
+    compiled = CompiledGrammar(Grammar.from_json_schema(SCHEMA), vocab_llama3)
+    matcher = compiled.matcher()
+    bitmask = np.zeros((1, (vocab_llama3.size + 31) // 32), dtype=np.int32)
+    for data in (b"{", b'"', b"ta", b'gs": ["a", "b"], "x": 1, "y": 2'):
+        matcher.fill_bitmask(bitmask)
+        assert matcher.advance_bytes(data)
+    gc.collect()
+    keys = list(compiled.cache._data)
+    assert len(keys) > 20
+    assert not [key for key in keys if gc.is_tracked(key)]
+    sets = [s for table in compiled.parser._sets for s in table.values()]
+    assert len(sets) > 5
+    assert not [item for s in sets for item in s.items if gc.is_tracked(item)]
