@@ -130,32 +130,39 @@ def _fill(states: list[_State]) -> np.ndarray:
     return table
 
 
+def _trie_node(
+    items: list[tuple[tuple[tuple[int, int], ...], int]],
+    nodes: dict[tuple[_Ranges, tuple[int, ...]], int],
+    n_slots: int,
+) -> tuple[_Ranges, tuple[int, ...]]:
+    """The node reading the byte sequences `items` (each with the slot it leaves at), its
+    descendants hash-consed into `nodes` (a recursive function, not a closure: a closure that
+    calls itself is a reference cycle, freed only by a full garbage collection)."""
+    groups: dict[tuple[int, int], list] = {}
+    for seq, leaf in items:
+        groups.setdefault(seq[0], []).append((seq[1:], leaf))
+    ranges: list[tuple[int, int]] = []
+    refs: list[int] = []
+    for (lo, hi), rest in groups.items():
+        if rest[0][0]:
+            ref = n_slots + nodes.setdefault(_trie_node(rest, nodes, n_slots), len(nodes))
+        else:
+            ref = rest[0][1]  # a whole character read: `rest` is this one slot
+        if refs and refs[-1] == ref and ranges[-1][1] + 1 == lo:
+            ranges[-1] = (ranges[-1][0], hi)
+        else:
+            ranges.append((lo, hi))
+            refs.append(ref)
+    return tuple(ranges), tuple(refs)
+
+
 @lru_cache(maxsize=1024)
 def _template(slot_ranges: tuple[_Ranges, ...]) -> _Template:
     """The hash-consed byte trie reading one character of any slot, leaves naming the slot."""
     n_slots = len(slot_ranges)
     seqs = sorted((seq, k) for k, ranges in enumerate(slot_ranges) for seq in utf8_sequences(ranges))
     nodes: dict[tuple[_Ranges, tuple[int, ...]], int] = {}
-
-    def build(items: list[tuple[tuple[tuple[int, int], ...], int]]) -> tuple[_Ranges, tuple[int, ...]]:
-        groups: dict[tuple[int, int], list] = {}
-        for seq, leaf in items:
-            groups.setdefault(seq[0], []).append((seq[1:], leaf))
-        ranges: list[tuple[int, int]] = []
-        refs: list[int] = []
-        for (lo, hi), rest in groups.items():
-            if rest[0][0]:
-                ref = n_slots + nodes.setdefault(build(rest), len(nodes))
-            else:
-                ref = rest[0][1]  # a whole character read: `rest` is this one slot
-            if refs and refs[-1] == ref and ranges[-1][1] + 1 == lo:
-                ranges[-1] = (ranges[-1][0], hi)
-            else:
-                ranges.append((lo, hi))
-                refs.append(ref)
-        return tuple(ranges), tuple(refs)
-
-    root = build(seqs)
+    root = _trie_node(seqs, nodes, n_slots)
     return _Template(
         tuple((ranges, _RANGE_IDS.setdefault(ranges, len(_RANGE_IDS)), itemgetter(*refs)) for ranges, refs in nodes),
         root,

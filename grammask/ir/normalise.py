@@ -61,51 +61,60 @@ class BNF:
 
 def _regular_bodies(grammar: Grammar) -> dict[str, rx.RegexNode]:
     """The rules that denote a regular language small enough to inline, as regexes."""
-    done: dict[str, rx.RegexNode | None] = {}
-    visiting: set[str] = set()
-    # Per Seq/Alt/Rep object of the grammar: its regex, so shared subexpressions convert once.
-    converted: dict[int, rx.RegexNode | None] = {}
+    bodies = _RegularBodies(grammar)
+    for name in grammar.rules:
+        check_deadline(f"inlining regular rule {name!r}")
+        run(bodies.rule_regex(name))
+    return {name: node for name, node in bodies.done.items() if node is not None}
 
-    def as_regex(expr: Expr) -> Walk[rx.RegexNode | None]:
+
+class _RegularBodies:
+    """The walks of `_regular_bodies`, as methods: walks written as local functions would call
+    each other through their closures, a reference cycle that would keep the grammar alive until
+    a full garbage collection."""
+
+    def __init__(self, grammar: Grammar) -> None:
+        self.grammar = grammar
+        self.done: dict[str, rx.RegexNode | None] = {}
+        self.visiting: set[str] = set()
+        # Per Seq/Alt/Rep object of the grammar: its regex, so shared subexpressions convert once.
+        self.converted: dict[int, rx.RegexNode | None] = {}
+
+    def as_regex(self, expr: Expr) -> Walk[rx.RegexNode | None]:
         if isinstance(expr, Lex):
             return expr.regex
         if isinstance(expr, Token):
             return None
         if isinstance(expr, Ref):
-            return (yield rule_regex(expr.name))
-        if id(expr) in converted:
-            return converted[id(expr)]
+            return (yield self.rule_regex(expr.name))
+        if id(expr) in self.converted:
+            return self.converted[id(expr)]
         if isinstance(expr, Rep):
-            item = yield as_regex(expr.item)
+            item = yield self.as_regex(expr.item)
             node = None if item is None else rx.repeat(item, expr.min, expr.max)
         else:
             parts = []
             for i in expr.items:
-                parts.append((yield as_regex(i)))
+                parts.append((yield self.as_regex(i)))
             if any(p is None for p in parts):
                 node = None
             else:
                 node = rx.concat(*parts) if isinstance(expr, Seq) else rx.alt(*parts)
-        converted[id(expr)] = node
+        self.converted[id(expr)] = node
         return node
 
-    def rule_regex(name: str) -> Walk[rx.RegexNode | None]:
-        if name in done:
-            return done[name]
-        if name in visiting:  # recursion: not regular as written
+    def rule_regex(self, name: str) -> Walk[rx.RegexNode | None]:
+        if name in self.done:
+            return self.done[name]
+        if name in self.visiting:  # recursion: not regular as written
             return None
-        visiting.add(name)
-        node = yield as_regex(grammar.rules[name])
-        visiting.discard(name)
+        self.visiting.add(name)
+        node = yield self.as_regex(self.grammar.rules[name])
+        self.visiting.discard(name)
         if node is not None and rx.size(node) > INLINE_REGEX_SIZE:
             node = None
-        done[name] = node
+        self.done[name] = node
         return node
-
-    for name in grammar.rules:
-        check_deadline(f"inlining regular rule {name!r}")
-        run(rule_regex(name))
-    return {name: node for name, node in done.items() if node is not None}
 
 
 def _inline(expr: Expr, regular: dict[str, rx.RegexNode], memo: dict[int, Expr]) -> Walk[Expr]:

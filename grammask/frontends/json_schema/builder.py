@@ -11,6 +11,7 @@ import functools
 import itertools
 import json
 import math
+from collections.abc import Callable
 from fractions import Fraction
 
 from grammask.errors import GrammarError
@@ -72,6 +73,22 @@ _COMPLEMENT_BOUND = {
     "minProperties": ("object", "maxProperties", -1),
     "maxProperties": ("object", "minProperties", 1),
 }
+
+
+class _Rules:
+    """A family of named rules `(tag, serial, *args)`, each made once by `body(family, *args)`.
+
+    `body` reaches the family through its argument, not its closure: local functions that call
+    each other are a reference cycle, which would keep every expression they captured alive until
+    a full garbage collection (a pause in some later decoding step)."""
+
+    def __init__(self, builder: Builder, tag: str, body: Callable[..., g.Expr]) -> None:
+        self.builder = builder
+        self.key = (tag, next(builder._objects))
+        self.body = body
+
+    def __call__(self, *args: object) -> g.Expr:
+        return self.builder.rule((*self.key, *args), lambda: self.body(self, *args))
 
 
 def _single_word(node: rx.RegexNode) -> str | None:
@@ -808,18 +825,20 @@ class Builder:
             else:
                 return self._contains(s, ptr, depth, items, rest, comma)
 
-        def tail(i: int) -> g.Expr:
-            """Items from position i on, i >= 1 items already written."""
-            if hi is not None and i >= hi:
-                return g.EMPTY_SEQ
-            if i >= len(elems):
-                n_lo = max(lo - i, 0)
-                return g.rep(g.seq(comma, rest), n_lo, None if hi is None else hi - i)
-            more = g.seq(comma, elems[i], tail(i + 1))
-            return more if i < lo else g.alt(g.EMPTY_SEQ, more)
+        # The items after the first, built from the back: from the first position where only
+        # `rest` items (or none) may come, then each prefix item before it.
+        tail: g.Expr
+        end = max(1, len(elems) if hi is None else min(len(elems), hi))
+        if hi is not None and end >= hi:
+            tail = g.EMPTY_SEQ
+        else:
+            tail = g.rep(g.seq(comma, rest), max(lo - end, 0), None if hi is None else hi - end)
+        for i in reversed(range(1, end)):
+            more = g.seq(comma, elems[i], tail)
+            tail = more if i < lo else g.alt(g.EMPTY_SEQ, more)
 
         first = elems[0] if elems else rest
-        body = g.seq(g.lex(self.ws.open("[", depth)), first, tail(1), g.lex(self.ws.close("]", depth)))
+        body = g.seq(g.lex(self.ws.open("[", depth)), first, tail, g.lex(self.ws.close("]", depth)))
         if hi is not None and hi < lo:
             return g.FAIL
         return g.alt(g.lex(self.ws.empty("[]")), body) if lo == 0 else body
@@ -847,19 +866,16 @@ class Builder:
                 pointer=f"{ptr}/maxContains",
             )
         miss = self.build(merge(items_s, {"_not": [(s["contains"], cptr)]}, ptr), cptr, depth + 1)
-        serial = next(self._objects)
 
-        def state(k: int) -> g.Expr:
+        def after(state: _Rules, k: int) -> g.Expr:
             """The items after the first, k hits so far."""
-            return self.rule(
-                ("contains", serial, k),
-                lambda: g.alt(
-                    *([g.EMPTY_SEQ] if k >= c_lo else []),
-                    g.seq(comma, miss, state(k)),
-                    *([g.seq(comma, hit, state(k + 1))] if k < c_hi else []),
-                ),
+            return g.alt(
+                *([g.EMPTY_SEQ] if k >= c_lo else []),
+                g.seq(comma, miss, state(k)),
+                *([g.seq(comma, hit, state(k + 1))] if k < c_hi else []),
             )
 
+        state = _Rules(self, "contains", after)
         for k in reversed(range(c_hi + 1)):  # bottom-up: no recursion as deep as maxContains
             state(k)
         first = g.alt(g.seq(miss, state(0)), *([g.seq(hit, state(1))] if c_hi > 0 else []))
@@ -880,15 +896,12 @@ class Builder:
             return g.FAIL
         lits = [g.lex(self.literal(v, depth + 1)) for v in values]
         comma = g.lex(self.ws.comma(depth))
-        serial = next(self._objects)
 
-        def state(used: frozenset[int]) -> g.Expr:
-            return self.rule(("unique", serial, used), lambda: body(used))
-
-        def body(used: frozenset[int]) -> g.Expr:
+        def body(state: _Rules, used: frozenset[int]) -> g.Expr:
             more = [g.seq(comma, lits[i], state(used | {i})) for i in range(len(values)) if i not in used]
             return g.alt(*([g.EMPTY_SEQ] if len(used) >= lo else []), *(more if len(used) < cap else []))
 
+        state = _Rules(self, "unique", body)
         first = g.alt(*(g.seq(lits[i], state(frozenset({i}))) for i in range(len(values))))
         filled = g.seq(g.lex(self.ws.open("[", depth)), first, g.lex(self.ws.close("]", depth)))
         return g.alt(g.lex(self.ws.empty("[]")), filled) if lo == 0 else filled
@@ -941,13 +954,9 @@ class Builder:
             )
         comma = g.lex(self.ws.comma(depth))
         need = max(lo, 1)
-        serial = next(self._objects)
         cap = max(need, hi or 0)
 
-        def state(i: int, count: int) -> g.Expr:
-            return self.rule(("object", serial, i, count), lambda: body(i, count))
-
-        def body(i: int, count: int) -> g.Expr:
+        def body(state: _Rules, i: int, count: int) -> g.Expr:
             sep = comma if count else g.EMPTY_SEQ
             if i == len(items):
                 n_lo = max(need - count, 1 if s.get("_extra") else 0)
@@ -961,6 +970,7 @@ class Builder:
             present = g.FAIL if hi is not None and count >= hi else g.seq(sep, items[i][1], state(i + 1, nxt))
             return present if items[i][0] else g.alt(present, state(i + 1, count))
 
+        state = _Rules(self, "object", body)
         if (len(items) + 1) * (cap + 1) <= 4096:
             for i in reversed(range(len(items) + 1)):  # bottom-up, so long objects need no deep recursion
                 for count in range(min(i, cap) + 1):

@@ -101,17 +101,17 @@ KEYWORDS = frozenset(
 
 def canonical(value: object) -> str:
     """A text equal for JSON-equal values (1 and 1.0 included)."""
+    return json.dumps(_numbers_as_fractions(value), sort_keys=True)
 
-    def norm(v):
-        if isinstance(v, bool) or v is None or isinstance(v, str):
-            return v
-        if isinstance(v, (int, float)):
-            return {"#n": str(Fraction(v))} if math.isfinite(v) else str(v)
-        if isinstance(v, list):
-            return [norm(x) for x in v]
-        return {k: norm(x) for k, x in v.items()}
 
-    return json.dumps(norm(value), sort_keys=True)
+def _numbers_as_fractions(v):
+    if isinstance(v, bool) or v is None or isinstance(v, str):
+        return v
+    if isinstance(v, (int, float)):
+        return {"#n": str(Fraction(v))} if math.isfinite(v) else str(v)
+    if isinstance(v, list):
+        return [_numbers_as_fractions(x) for x in v]
+    return {k: _numbers_as_fractions(x) for k, x in v.items()}
 
 
 def json_type(value: object) -> str:
