@@ -30,17 +30,22 @@ def _cyclic_garbage(make) -> int:
             gc.enable()
 
 
+def _decode(compiled: CompiledGrammar, text: bytes) -> None:
+    """Fill a mask and advance by each piece of `text` as a tokenizer might cut it: `{`, `"`,
+    two bytes, then the rest (masks at fresh states and splits inside a key)."""
+    matcher = compiled.matcher()
+    bitmask = np.zeros((1, (compiled.vocab.size + 31) // 32), dtype=np.int32)
+    for data in (text[:1], text[1:2], text[2:4], text[4:]):
+        matcher.fill_bitmask(bitmask)
+        assert matcher.advance_bytes(data)
+
+
 def test_a_dropped_grammar_is_freed_by_reference_counting(vocab_llama3):
     """No reference cycle in a compiled grammar: one evicted from the compile cache is freed at
     once, not by a full collection that would stall a decoding step."""
 
     def use() -> None:
-        compiled = CompiledGrammar(Grammar.from_json_schema(SCHEMA), vocab_llama3)
-        matcher = compiled.matcher()
-        bitmask = np.zeros((1, (vocab_llama3.size + 31) // 32), dtype=np.int32)
-        for data in (b"{", b'"', b"ta", b'gs": ["a"], "x": 1'):
-            matcher.fill_bitmask(bitmask)
-            assert matcher.advance_bytes(data)
+        _decode(CompiledGrammar(Grammar.from_json_schema(SCHEMA), vocab_llama3), b'{"tags": ["a"], "x": 1')
 
     use()  # the front-end's memos and the lexeme cache are warm from here on
     assert _cyclic_garbage(use) == 0
@@ -87,11 +92,7 @@ def test_cache_keys_and_earley_items_are_untracked(vocab_llama3):
     collector stops tracking them, so a grammar's thousands of entries cost full collections
     nothing."""
     compiled = CompiledGrammar(Grammar.from_json_schema(SCHEMA), vocab_llama3)
-    matcher = compiled.matcher()
-    bitmask = np.zeros((1, (vocab_llama3.size + 31) // 32), dtype=np.int32)
-    for data in (b"{", b'"', b"ta", b'gs": ["a", "b"], "x": 1, "y": 2'):
-        matcher.fill_bitmask(bitmask)
-        assert matcher.advance_bytes(data)
+    _decode(compiled, b'{"tags": ["a", "b"], "x": 1, "y": 2')
     gc.collect()
     keys = list(compiled.cache._data)
     assert len(keys) > 20
