@@ -9,6 +9,11 @@ small: a character class costs one column however many UTF-8 byte ranges it span
 states are numbered breadth first from the start, each state's targets taken by lowest code
 point, and byte states follow them: the result is the same for equal languages.
 
+A difference `left − right` (`rx.Difference`: the keys an object may add, "any string but the
+declared names") goes through the same pipeline once, over an NFA of both sides whose subset
+states accept where `left` ends and `right` does not; inside a larger tree, its minimal character
+DFA is laid into that tree's NFA as states.
+
 Two shortcuts skip that pipeline, since most lexemes of a JSON grammar are chains: a run of ASCII
 classes is a chain of states built directly, and a concatenation whose parts cannot run into each
 other is joined from the parts' cached DFAs (`concat`). Their results are exact and trim, though
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Sequence
+from functools import lru_cache
 from itertools import groupby
 
 import numpy as np
@@ -29,7 +35,7 @@ from grammask.automata.determinise import determinise
 from grammask.automata.dfa import START, ByteDFA
 from grammask.automata.expand import expand_utf8
 from grammask.automata.minimise import minimise
-from grammask.automata.nfa import NFABuilder
+from grammask.automata.nfa import CharDFA, NFABuilder
 from grammask.errors import GrammarError
 from grammask.ir import regex as rx
 from grammask.limits import DEFAULT_LIMITS, Limits, check_deadline, deadline
@@ -107,22 +113,41 @@ def _build(node: rx.RegexNode, limits: Limits) -> ByteDFA:
         joined = concat_dfas(parts, limits.max_dfa_states)
         if joined is not None:
             return joined
-    builder = NFABuilder(node)
-    tree_size = builder.size
-    if tree_size > limits.max_regex_size:
+    if node.size > limits.max_regex_size:
         raise GrammarError(
             "regex too large: its syntax tree has more than "
             f"limits.max_regex_size={limits.max_regex_size} nodes with repeats expanded"
         )
-
-    def too_many_states() -> GrammarError:
-        return GrammarError(f"regex needs a DFA with more than limits.max_dfa_states={limits.max_dfa_states} states")
-
     check_deadline("building a lexeme's automaton")
+    if isinstance(node, rx.Difference):
+        dfa = _difference(node, limits)
+    else:
+        dfa = _char_dfa(NFABuilder(node, differences=lambda d: _difference(d, limits)), limits)
+    return expand_utf8(
+        dfa.rows, dfa.accepting, dfa.atom_ranges, limits.max_dfa_states, lambda: _too_many_states(limits)
+    )
+
+
+def _too_many_states(limits: Limits) -> GrammarError:
+    return GrammarError(f"regex needs a DFA with more than limits.max_dfa_states={limits.max_dfa_states} states")
+
+
+def _char_dfa(builder: NFABuilder, limits: Limits) -> CharDFA:
+    """The minimal DFA over code points of what `builder` builds."""
     nfa = builder.build()
     alphabet = alphabet_of(nfa.classes)
-    rows, accepting = determinise(nfa, alphabet, _SUBSET_SLACK * limits.max_dfa_states + 2, too_many_states)
+    rows, accepting = determinise(
+        nfa, alphabet, _SUBSET_SLACK * limits.max_dfa_states + 2, lambda: _too_many_states(limits)
+    )
     rows, accepting = minimise(rows, accepting)
     if len(rows) > limits.max_dfa_states:
-        raise too_many_states()
-    return expand_utf8(rows, accepting, alphabet.atom_ranges, limits.max_dfa_states, too_many_states)
+        raise _too_many_states(limits)
+    return CharDFA(rows, accepting, alphabet.atom_ranges)
+
+
+@lru_cache(maxsize=64)
+def _difference(node: rx.Difference, limits: Limits) -> CharDFA:
+    """The DFA of `left − right`: one subset construction over both sides, accepting where
+    `left` ends and `right` does not. Kept for the next lexemes: an object's key difference is
+    laid into the lexeme of each member that may follow."""
+    return _char_dfa(NFABuilder(node.left, node.right, lambda d: _difference(d, limits)), limits)

@@ -1,8 +1,10 @@
 """Character NFA → DFA over alphabet atoms, by subset construction over bitsets.
 
 A DFA state is the set of "important" NFA states (those with a character edge, plus the final
-state) reachable by epsilon moves, held as a Python int with one bit per important state; the
-empty set is the dead state 0. Sets of atoms are ints too (bit `a` for atom `a`).
+state and the rejecting one, if any) reachable by epsilon moves, held as a Python int with one bit
+per important state; the empty set is the dead state 0. It accepts when it holds the final state
+and not the rejecting one (a difference: `left − right`). Sets of atoms are ints too (bit `a` for
+atom `a`).
 
 A state's successors are found per character class rather than per atom: members reading the
 same class are merged first, and where the classes of a state's members do not overlap (the
@@ -31,7 +33,7 @@ def determinise(
     """(rows, accepting) with dead = 0 and start = 1, other states in order of discovery
     (breadth first, targets of a state by lowest atom); raises `on_overflow()` as soon as
     more than `max_states` states exist."""
-    labels, targets, eps, final = nfa.labels, nfa.targets, nfa.eps, nfa.final
+    labels, targets, eps, final, reject = nfa.labels, nfa.targets, nfa.eps, nfa.final, nfa.reject
     class_masks = alphabet.class_masks
     n = len(labels)
     # Important NFA states get bits in state order: the atom set each reads (0 for the final
@@ -41,7 +43,7 @@ def determinise(
     bit_target: list[int] = []
     for s in range(n):
         label = labels[s]
-        if label >= 0 or s == final:
+        if label >= 0 or s == final or s == reject:
             own[s] = 1 << len(bit_mask)
             bit_mask.append(class_masks[label] if label >= 0 else 0)
             bit_target.append(targets[s])
@@ -87,8 +89,10 @@ def determinise(
                 raise on_overflow()
         return found
 
-    intern(closure(nfa.start))
+    if not intern(closure(nfa.start)):  # nothing to read and nothing to accept (an empty difference)
+        return [[], []], [False, False]
     final_bit = own[final]
+    reject_bit = own[reject] if reject >= 0 else 0
     rows: list[SparseRow] = [[]]
     accepting = [False]
     i = 1
@@ -97,7 +101,7 @@ def determinise(
             check_deadline("determinising a lexeme's automaton")
         members = sets[i]
         i += 1
-        accepting.append(bool(members & final_bit))
+        accepting.append(bool(members & final_bit) and not members & reject_bit)
         # Members grouped by the atom set they read: atom set → union of target closures.
         groups: dict[int, int] = {}
         while members:

@@ -12,16 +12,22 @@ points into its body), which `determinise` uses to compute closures in one ascen
 
 Bounded repeats are expanded into copies, nested so that `x{0,n}` never puts more than two
 copies' entries in one epsilon closure.
+
+A difference `left − right` has no Thompson construction. Its own DFA comes from the caller
+(`differences`, built from an NFA with a second, rejecting end: `rejected`) and is laid in as
+states: one epsilon hub per DFA state, leading to one state per transition and, where the DFA
+accepts, to the continuation.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from grammask.ir import regex as rx
 from grammask.ir.walk import Walk, run
 
-__all__ = ["CharNFA", "NFABuilder", "build_nfa"]
+__all__ = ["CharDFA", "CharNFA", "NFABuilder"]
 
 
 @dataclass
@@ -35,17 +41,35 @@ class CharNFA:
     classes: list[rx.CharClass] = field(default_factory=list)
     start: int = 0
     final: int = 0
+    #: A second end (-1: none): a string that reaches it is rejected even if it reaches `final`.
+    reject: int = -1
 
 
-def build_nfa(node: rx.RegexNode) -> CharNFA:
-    return NFABuilder(node).build()
+@dataclass(frozen=True)
+class CharDFA:
+    """A trim DFA over code points: per state (dead = 0, start = 1), its (target, atom set)
+    transitions, atom sets as bitmasks over `atom_ranges`; and which states accept."""
+
+    rows: list[list[tuple[int, int]]]
+    accepting: list[bool]
+    atom_ranges: tuple[tuple[tuple[int, int], ...], ...]
 
 
 class NFABuilder:
-    """Builds the NFA of one tree; `size` (the tree's `rx.size`) is known before building."""
+    """Builds the NFA of one tree; `size` (the tree's `rx.size`) is known before building.
 
-    def __init__(self, root: rx.RegexNode) -> None:
+    `rejected`: strings it matches are rejected (`CharNFA.reject`). `differences`: the DFA of each
+    `rx.Difference` in the tree (required when there is one)."""
+
+    def __init__(
+        self,
+        root: rx.RegexNode,
+        rejected: rx.RegexNode | None = None,
+        differences: Callable[[rx.Difference], CharDFA] | None = None,
+    ) -> None:
         self.root = root
+        self.rejected = rejected
+        self._differences = differences
         # id(node) → canonical id, for every node object of the tree (kept alive by the root,
         # or by `made` for nodes made while building); per canonical id, its `rx.size`.
         self.cid: dict[int, int] = {}
@@ -53,6 +77,8 @@ class NFABuilder:
         self.keys: dict[tuple, int] = {}
         self.made: list[rx.RegexNode] = []
         self._canon(root)
+        if rejected is not None:
+            self._canon(rejected)
 
     @property
     def size(self) -> int:
@@ -72,6 +98,9 @@ class NFABuilder:
             if isinstance(node, rx.CharClass):
                 key: tuple = (node.ranges,)
                 size = 1
+            elif isinstance(node, rx.Difference):  # a leaf here: laid in as its own DFA
+                key = (node,)
+                size = node.size
             elif not children_done:
                 stack.append((node, True))
                 stack.extend(
@@ -101,9 +130,14 @@ class NFABuilder:
         # reference cycle holding the build's tables until the cyclic collector passed.
         self._nfa = nfa = CharNFA()
         self._built: dict[tuple[int, int], int] = {}  # (canonical id, continuation) → entry state
-        self._class_index: dict[int, int] = {}  # canonical id of a class → its index in `classes`
+        self._class_index: dict[tuple, int] = {}  # ranges of a class → its index in `classes`
         nfa.final = self._new_state()
         nfa.start = run(self._build(self.root, nfa.final))
+        if self.rejected is not None:
+            nfa.reject = self._new_state()
+            entries = [nfa.start, run(self._build(self.rejected, nfa.reject))]
+            nfa.start = self._new_state()
+            nfa.eps[nfa.start] = entries
         self._built, self._class_index = {}, {}
         return nfa
 
@@ -126,14 +160,10 @@ class NFABuilder:
         if found is not None:
             return found
         if isinstance(node, rx.CharClass):
-            label = self._class_index.get(c)
-            if label is None:
-                label = self._class_index[c] = len(nfa.classes)
-                nfa.classes.append(node)
-            found = len(nfa.eps)
-            nfa.labels.append(label)
-            nfa.targets.append(cont)
-            nfa.eps.append([])
+            found = self._char_state(node, cont)
+        elif isinstance(node, rx.Difference):
+            assert self._differences is not None, "a tree with a difference needs `differences`"
+            found = self._lay_in(self._differences(node), cont)
         elif isinstance(node, rx.Concat):
             for item in reversed(node.items):
                 cont = yield self._build(item, cont)
@@ -148,6 +178,35 @@ class NFABuilder:
             found = yield self._build_repeat(node, cont)
         built[key] = found
         return found
+
+    def _char_state(self, cc: rx.CharClass, target: int) -> int:
+        """A new state reading `cc` into `target`."""
+        nfa = self._nfa
+        label = self._class_index.get(cc.ranges)
+        if label is None:
+            label = self._class_index[cc.ranges] = len(nfa.classes)
+            nfa.classes.append(cc)
+        nfa.labels.append(label)
+        nfa.targets.append(target)
+        nfa.eps.append([])
+        return len(nfa.eps) - 1
+
+    def _lay_in(self, dfa: CharDFA, cont: int) -> int:
+        """`dfa`'s states in front of `cont`; returns the entry (its start's hub). Each hub comes
+        after its transition states, so its epsilon edges lead to lower states."""
+        hubs = [0] * len(dfa.rows)
+        edges: list[tuple[int, int]] = []  # (transition state, target DFA state)
+        for s in range(1, len(dfa.rows)):
+            moves = []
+            for t, atoms in dfa.rows[s]:
+                if t:
+                    moves.append(self._char_state(_atoms_class(atoms, dfa.atom_ranges), -1))
+                    edges.append((moves[-1], t))
+            hubs[s] = self._new_state()
+            self._nfa.eps[hubs[s]] = [*moves, cont] if dfa.accepting[s] else moves
+        for state, t in edges:
+            self._nfa.targets[state] = hubs[t]
+        return hubs[1]
 
     def _build_repeat(self, node: rx.Repeat, cont: int) -> Walk[int]:
         eps = self._nfa.eps
@@ -170,3 +229,13 @@ class NFABuilder:
         for _ in range(node.min):
             cur = yield self._build(inner, cur)
         return cur
+
+
+def _atoms_class(atoms: int, atom_ranges: tuple[tuple[tuple[int, int], ...], ...]) -> rx.CharClass:
+    """The class of the code points of a set of atoms (bit `a` for atom `a`)."""
+    ranges: list[tuple[int, int]] = []
+    while atoms:
+        low = atoms & -atoms
+        atoms ^= low
+        ranges.extend(atom_ranges[low.bit_length() - 1])
+    return rx.char_class(ranges)

@@ -248,7 +248,12 @@ def _canonical_nodes(roots: list[Expr]) -> tuple[list[tuple], list[int]]:
         elif kind is Token:
             record = ("token", node.token)
         else:
-            children = node.items if kind in _ITEMS else (node.item,) if kind in _ITEM else (node.regex,)
+            if kind in _ITEMS:
+                children = node.items
+            elif kind in _ITEM:
+                children = (node.item,)
+            else:
+                children = (node.left, node.right) if kind is rx.Difference else (node.regex,)
             missing = [child for child in children if id(child) not in number_of]
             if missing:
                 stack.extend(missing)
@@ -258,6 +263,8 @@ def _canonical_nodes(roots: list[Expr]) -> tuple[list[tuple], list[int]]:
                 record = (_ITEMS[kind], *numbers)
             elif kind in _ITEM:
                 record = (_ITEM[kind], numbers[0], node.min, node.max)
+            elif kind is rx.Difference:
+                record = ("minus", *numbers)
             else:
                 record = ("lex", numbers[0])
         stack.pop()

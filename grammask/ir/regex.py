@@ -24,11 +24,13 @@ __all__ = [
     "Alt",
     "CharClass",
     "Concat",
+    "Difference",
     "RegexNode",
     "Repeat",
     "alt",
     "char_class",
     "concat",
+    "difference",
     "is_nullable",
     "literal",
     "optional",
@@ -105,7 +107,24 @@ class Repeat:
         object.__setattr__(self, "nullable", self.min == 0 or self.item.nullable)
 
 
-RegexNode = CharClass | Concat | Alt | Repeat
+@dataclass(frozen=True, slots=True)
+@cached_hash
+class Difference:
+    """The strings `left` matches and `right` does not: "any key but the declared ones", which as
+    a plain regex would repeat the rest of `left` after every prefix of every word in `right`."""
+
+    left: RegexNode
+    right: RegexNode
+    _hash: int = field(init=False, repr=False, compare=False)
+    size: int = field(init=False, repr=False, compare=False)
+    nullable: bool = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "size", 1 + self.left.size + self.right.size)
+        object.__setattr__(self, "nullable", self.left.nullable and not self.right.nullable)
+
+
+RegexNode = CharClass | Concat | Alt | Repeat | Difference
 
 #: Alternations with at least this many literal strings (of two or more characters) are built as a
 #: trie; shorter lists stay as written.
@@ -252,6 +271,13 @@ def repeat(item: RegexNode, min: int, max: int | None) -> RegexNode:
     if item == NOTHING:
         return EMPTY if min == 0 else NOTHING
     return Repeat(item, min, max)
+
+
+def difference(left: RegexNode, right: RegexNode) -> RegexNode:
+    """The strings of `left` that `right` does not match."""
+    if left == NOTHING or right == NOTHING:
+        return left
+    return Difference(left, right)
 
 
 def optional(item: RegexNode) -> RegexNode:

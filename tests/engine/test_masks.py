@@ -184,10 +184,11 @@ def test_several_alive_lexemes_masks_equal_brute_force(vocab_llama3, prefix):
 
 
 @pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
-@pytest.mark.parametrize("prefix", [b"{", b'{"value": "'])
+@pytest.mark.parametrize("prefix", [b"{", b'{"name": "'])
 def test_suffix_steps_resume_after_each_missing_row(vocab_llama3, monkeypatch, prefix):
     """With room for one missing lexer row per pass, tokens stop and resume many times: the
-    masks stay exact."""
+    masks stay exact. (Which prefixes reach rows not built yet depends on the lexemes' DFAs:
+    inside a string value closed by `","` and the next key, they do.)"""
     monkeypatch.setattr(masks_module, "_STEP_ROWS", 1)
     passes = []
     step = kernels.step_suffixes

@@ -16,6 +16,7 @@ _regexes = st.recursive(
         st.builds(lambda items: rx.Concat(tuple(items)), st.lists(inner, min_size=1, max_size=3)),
         st.builds(lambda items: rx.Alt(tuple(items)), st.lists(inner, min_size=1, max_size=3)),
         st.builds(rx.Repeat, inner, st.sampled_from([0, 1]), st.sampled_from([1, 2, None])),
+        st.builds(rx.Difference, inner, inner),
     ),
     max_leaves=4,
 )
@@ -57,6 +58,8 @@ def test_every_field_counts():
         g.Lex(rx.Concat((a, b))),
         g.Lex(rx.Concat((b, a))),
         g.Lex(rx.Alt((a, b))),
+        g.Lex(rx.Difference(a, b)),
+        g.Lex(rx.Difference(b, a)),
         g.Alt((g.Lex(a), g.Lex(b))),
         g.Seq((x, y)),
         g.Seq((y, x)),

@@ -119,6 +119,8 @@ def encode(node: rx.RegexNode) -> rx.RegexNode:
         return rx.concat(*map(encode, node.items))
     if isinstance(node, rx.Alt):
         return rx.alt(*map(encode, node.items))
+    if isinstance(node, rx.Difference):  # a string has one decoded value: spellings never overlap
+        return rx.difference(encode(node.left), encode(node.right))
     return rx.repeat(encode(node.item), node.min, node.max)
 
 
@@ -143,6 +145,8 @@ def length_bounds(node: rx.RegexNode) -> tuple[int, int | None]:
         bounds = [length_bounds(i) for i in node.items]
         finite = [b for _, b in bounds if b is not None]
         return min(a for a, _ in bounds), max(finite) if len(finite) == len(bounds) else None
+    if isinstance(node, rx.Difference):  # bounds of a superset
+        return length_bounds(node.left)
     a, b = length_bounds(node.item)
     return a * node.min, None if node.max is None or b is None else b * node.max
 
@@ -181,6 +185,8 @@ def _map_first(node: rx.RegexNode, first) -> rx.RegexNode:
         head, tail = node.items[0], rx.concat(*node.items[1:])
         out = rx.concat(_map_first(head, first), tail)
         return rx.alt(out, _map_first(tail, first)) if rx.is_nullable(head) else out
+    if isinstance(node, rx.Difference):  # both uses (derivative, first class) distribute over it
+        return rx.difference(_map_first(node.left, first), _map_first(node.right, first))
     rest = rx.repeat(node.item, max(node.min - 1, 0), None if node.max is None else node.max - 1)
     return rx.concat(_map_first(node.item, first), rest)
 
@@ -206,7 +212,14 @@ def matches(node: rx.RegexNode, text: str) -> bool:
 
 
 def subtract_words(node: rx.RegexNode, words: set[str] | frozenset[str]) -> rx.RegexNode:
-    """The strings of `node` other than `words`, walking the words' trie with derivatives."""
+    """The strings of `node` other than `words`.
+
+    When `node` has strings of every length (the keys an object may add: any string), this is an
+    `rx.Difference`, never empty, which the automaton compiler builds in one subset construction.
+    Otherwise the words' trie is walked with derivatives, so that an empty result is `NOTHING`
+    (callers drop what cannot match)."""
+    if length_bounds(node)[1] is None:
+        return rx.difference(node, rx.words(words))
     return _subtract(node, frozenset(words))
 
 
