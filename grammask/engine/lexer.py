@@ -35,6 +35,10 @@ Pairs = tuple[tuple[int, int], ...]
 #: Above this many (byte, pair) transitions a product row is made with numpy rather than a dict.
 _SPARSE_PAIRS = 96
 
+#: Lexer states whose table rows are reserved when the lexer is made (1 KiB each, of address space:
+#: the memory is used only as rows are filled); a larger `Limits.max_lexer_states` grows beyond.
+_RESERVED_STATES = 1 << 16
+
 #: Bytes of one byte-stepping row (`Lexer.row`): 256 machine ints and the array object.
 _ROW_BYTES = 4 * 256 + 80
 
@@ -52,7 +56,10 @@ class Lexer:
         self._ids: dict[tuple[Pairs, bool], int] = {((), False): 0}
         #: per terminal: the base of its block of single-lexeme states (see `_single`)
         self._bases: dict[int, int] = {}
-        capacity = 64
+        # Room for every state up to the limit (or `_RESERVED_STATES`) from the start: zeros are
+        # only address space until a row is written, and growing (copying) a table of tens of
+        # megabytes would stall the step that crossed a power of two.
+        capacity = min(self._limit, _RESERVED_STATES)
         self.table = np.zeros((capacity, 256), dtype=np.int32)
         self.expanded = np.zeros(capacity, dtype=bool)
         self.expanded[0] = True
@@ -72,7 +79,8 @@ class Lexer:
 
     @property
     def nbytes(self) -> int:
-        tables = self.table.nbytes + self.expanded.nbytes + self.accepting.nbytes + self._owner.nbytes
+        # The rows filled so far (the rest of the table is untouched address space), flags, owners.
+        tables = self._n * (self.table.itemsize * 256 + 6)
         sparse = sum(150 + 16 * len(row[0]) for row in self._sparse_rows.values() if row)
         return int(tables) + 200 * self.n_states + _ROW_BYTES * len(self._rows) + sparse
 

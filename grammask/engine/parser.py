@@ -34,6 +34,7 @@ from itertools import count
 from grammask.automata.compile import compile_regex
 from grammask.automata.dfa import ByteDFA
 from grammask.engine.lexer import Lexer
+from grammask.errors import GrammarError
 from grammask.ir import regex as rx
 from grammask.ir.grammar import Lex
 from grammask.ir.normalise import BNF, terminal_symbol
@@ -212,21 +213,22 @@ class Parser:
                     nullable[lhs] = changed = True
         self.nullable = nullable
         self.by_lhs = by_lhs
-        self._predicted: dict[int, frozenset[tuple[int, int]]] = {}
+        self._predicted: dict[int, frozenset[Item]] = {}
 
-    def predicted(self, nonterminal: int) -> frozenset[tuple[int, int]]:
-        """Items (production, dot) predicted from `nonterminal`, dots moved over nullable symbols."""
+    def predicted(self, nonterminal: int) -> frozenset[Item]:
+        """Items (production, dot, None) predicted from `nonterminal`, dots moved over nullable
+        symbols: whole, so that a closure takes them in with one set union."""
         found = self._predicted.get(nonterminal)
         if found is not None:
             return found
-        items: set[tuple[int, int]] = set()
+        items: set[Item] = set()
         seen = {nonterminal}
         stack = [nonterminal]
         while stack:
             for p in self.by_lhs[stack.pop()]:
                 body = self.rhs[p]
                 for dot in range(len(body) + 1):
-                    items.add((p, dot))
+                    items.add((p, dot, None))
                     if dot == len(body):
                         break
                     s = body[dot]
@@ -248,11 +250,20 @@ class Parser:
         return self._lexemes.dfa(terminal)
 
     def compile_lexemes(self) -> None:
-        """Compile the DFA of every lexeme now (checking the compile deadline between them)."""
+        """Compile the DFA of every lexeme now (checking the compile deadline between them).
+
+        Raises `GrammarError` when their states alone are over `limits.max_lexer_states`: each
+        lexeme takes a block of lexer states, and a decoding step would meet the limit instead."""
+        blocks = 1
         for k, is_lexeme in enumerate(self.is_lexeme):
             if is_lexeme:
                 check_deadline("compiling lexemes")
-                self.dfa(k)
+                blocks += self.dfa(k).n_states - 1
+        if blocks > self.limits.max_lexer_states:
+            raise GrammarError(
+                f"the lexemes' automata have {blocks} states together, more than "
+                f"limits.max_lexer_states={self.limits.max_lexer_states}: a lexer this large needs a larger limit"
+            )
 
     # -- Earley sets ------------------------------------------------------------------------------
 
@@ -282,8 +293,7 @@ class Parser:
                 continue
             s = body[dot]
             if s >= 0:
-                for p2, d2 in self.predicted(s):
-                    items.add((p2, d2, None))
+                items |= self.predicted(s)
                 if nullable[s]:
                     stack.append((p, dot + 1, o))
         return self._intern_set(frozenset(items), tainted, known)
