@@ -7,6 +7,7 @@ import pytest
 
 import grammask
 from grammask.automata.compile import compile_regex
+from grammask.engine import lexer as lexer_module
 from grammask.engine.lexer import Lexer
 from grammask.errors import GrammarError
 from grammask.grammar import Grammar
@@ -24,7 +25,10 @@ LEXEMES = [
 ]
 
 
-def test_states_are_the_alive_pairs_of_the_component_dfas():
+@pytest.mark.parametrize("reserved", [1 << 16, 8])
+def test_states_are_the_alive_pairs_of_the_component_dfas(monkeypatch, reserved):
+    """With the table reserved up front, and with one that must grow (a limit over the reserve)."""
+    monkeypatch.setattr(lexer_module, "_RESERVED_STATES", reserved)
     dfas = [compile_regex(node) for node in LEXEMES]
     lexer = Lexer(dfas.__getitem__, Limits())
     rng = random.Random(0)
@@ -43,6 +47,7 @@ def test_states_are_the_alive_pairs_of_the_component_dfas():
                 assert state == 0
                 break
     # rows computed by `gather` in bulk agree with byte-at-a-time steps
+    assert lexer.n_states > reserved or reserved > 8  # the small reserve was outgrown
     states = np.arange(1, lexer.n_states, dtype=np.int32)
     data = np.array([rng.choice(alphabet) for _ in states], dtype=np.int32)
     assert lexer.gather(states, data).tolist() == [
