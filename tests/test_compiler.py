@@ -4,15 +4,11 @@ import gc
 import sys
 
 import numpy as np
-import pytest
 
 import grammask
 from grammask import Grammar
 from grammask.compiler import CompiledGrammar
-from grammask.errors import GrammarError
 from grammask.ir import regex as rx
-from grammask.ir.grammar import lex, seq, token
-from grammask.limits import Limits
 
 SCHEMA = {
     "type": "object",
@@ -106,15 +102,3 @@ def test_cache_keys_and_earley_items_are_untracked(vocab_llama3):
     sets = [s for table in compiled.parser._sets for s in table.values()]
     assert len(sets) > 5
     assert not [item for s in sets for item in s.items if gc.is_tracked(item)]
-
-
-def test_lexemes_over_the_lexer_limit_fail_at_compile_time():
-    """Each lexeme's DFA takes a block of lexer states: when the blocks alone are over
-    `max_lexer_states`, compiling says so, rather than a decoding step that meets the limit."""
-    vocab = grammask.Vocabulary([b"a", b"b", b",", b"</s>"], eos_ids=[3])
-    # Three distinct lexemes of 40 to 42 letters: 41 + 42 + 43 states (one lexer block each).
-    words = [lex(rx.repeat(rx.char_class([(97, 98)]), 1, n)) for n in (40, 41, 42)]
-    grammar = Grammar({"root": seq(words[0], token(","), words[1], token(","), words[2])})
-    with pytest.raises(GrammarError, match="max_lexer_states=100"):
-        grammask.compile(grammar, vocab, limits=Limits(max_lexer_states=100))
-    assert grammask.compile(grammar, vocab, limits=Limits(max_lexer_states=200)).matcher().advance(0)

@@ -34,7 +34,6 @@ from itertools import count
 from grammask.automata.compile import compile_regex
 from grammask.automata.dfa import ByteDFA
 from grammask.engine.lexer import Lexer
-from grammask.errors import GrammarError
 from grammask.ir import regex as rx
 from grammask.ir.grammar import Lex
 from grammask.ir.normalise import BNF, terminal_symbol
@@ -250,20 +249,11 @@ class Parser:
         return self._lexemes.dfa(terminal)
 
     def compile_lexemes(self) -> None:
-        """Compile the DFA of every lexeme now (checking the compile deadline between them).
-
-        Raises `GrammarError` when their states alone are over `limits.max_lexer_states`: each
-        lexeme takes a block of lexer states, and a decoding step would meet the limit instead."""
-        blocks = 1
+        """Compile the DFA of every lexeme now (checking the compile deadline between them)."""
         for k, is_lexeme in enumerate(self.is_lexeme):
             if is_lexeme:
                 check_deadline("compiling lexemes")
-                blocks += self.dfa(k).n_states - 1
-        if blocks > self.limits.max_lexer_states:
-            raise GrammarError(
-                f"the lexemes' automata have {blocks} states together, more than "
-                f"limits.max_lexer_states={self.limits.max_lexer_states}: a lexer this large needs a larger limit"
-            )
+                self.dfa(k)
 
     # -- Earley sets ------------------------------------------------------------------------------
 
