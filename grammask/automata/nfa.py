@@ -56,7 +56,7 @@ class CharDFA:
 
 
 class NFABuilder:
-    """Builds the NFA of one tree; `size` (the tree's `rx.size`) is known before building.
+    """Builds the NFA of one tree.
 
     `rejected`: strings it matches are rejected (`CharNFA.reject`). `differences`: the DFA of each
     `rx.Difference` in the tree (required when there is one)."""
@@ -71,25 +71,20 @@ class NFABuilder:
         self.rejected = rejected
         self._differences = differences
         # id(node) → canonical id, for every node object of the tree (kept alive by the root,
-        # or by `made` for nodes made while building); per canonical id, its `rx.size`.
+        # or by `made` for nodes made while building).
         self.cid: dict[int, int] = {}
-        self.sizes: list[int] = []
         self.keys: dict[tuple, int] = {}
         self.made: list[rx.RegexNode] = []
         self._canon(root)
         if rejected is not None:
             self._canon(rejected)
 
-    @property
-    def size(self) -> int:
-        return self.sizes[self.cid[id(self.root)]]
-
     def _canon(self, root: rx.RegexNode) -> int:
-        """Canonical id (equal trees, equal ids) of `root`, and of all its nodes, with sizes.
+        """Canonical id (equal trees, equal ids) of `root`, and of all its nodes.
 
         Post-order on an explicit stack: trees may be as deep as their input.
         """
-        cid, sizes, keys = self.cid, self.sizes, self.keys
+        cid, keys = self.cid, self.keys
         stack: list[tuple[rx.RegexNode, bool]] = [(root, False)]
         while stack:
             node, children_done = stack.pop()
@@ -97,10 +92,8 @@ class NFABuilder:
                 continue
             if isinstance(node, rx.CharClass):
                 key: tuple = (node.ranges,)
-                size = 1
             elif isinstance(node, rx.Difference):  # a leaf here: laid in as its own DFA
                 key = (node,)
-                size = node.size
             elif not children_done:
                 stack.append((node, True))
                 stack.extend(
@@ -112,16 +105,12 @@ class NFABuilder:
             elif isinstance(node, rx.Repeat):
                 item = cid[id(node.item)]
                 key = (item, node.min, node.max)
-                copies = max(node.min, 1) if node.max is None else max(node.max, 1)
-                size = 1 + copies * sizes[item]
             else:
                 items = tuple([cid[id(i)] for i in node.items])
                 key = (isinstance(node, rx.Concat), items)
-                size = 1 + sum([sizes[i] for i in items])
             found = keys.get(key)
             if found is None:
-                found = keys[key] = len(sizes)
-                sizes.append(size)
+                found = keys[key] = len(keys)
             cid[id(node)] = found
         return cid[id(root)]
 
