@@ -142,7 +142,7 @@ def _char_dfa(builder: NFABuilder, limits: Limits) -> CharDFA:
     rows, accepting = minimise(rows, accepting)
     if len(rows) > limits.max_dfa_states:
         raise _too_many_states(limits)
-    return CharDFA(rows, accepting, alphabet.atom_ranges)
+    return CharDFA(tuple(map(tuple, rows)), tuple(accepting), alphabet.atom_ranges)
 
 
 @lru_cache(maxsize=64)

@@ -10,7 +10,7 @@ mid-character node can never equal a character state.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import chain
@@ -18,7 +18,6 @@ from operator import itemgetter
 
 import numpy as np
 
-from grammask.automata.determinise import SparseRow
 from grammask.automata.dfa import ByteDFA
 from grammask.automata.utf8 import utf8_sequences
 
@@ -46,8 +45,8 @@ _RANGE_IDS: dict[_Ranges, int] = {}
 
 
 def expand_utf8(
-    rows: list[SparseRow],
-    accepting: list[bool],
+    rows: Sequence[Sequence[tuple[int, int]]],
+    accepting: Sequence[bool],
     atom_ranges: tuple[_Ranges, ...],
     max_states: int,
     on_overflow: Callable[[], Exception],

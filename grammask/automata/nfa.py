@@ -48,10 +48,11 @@ class CharNFA:
 @dataclass(frozen=True)
 class CharDFA:
     """A trim DFA over code points: per state (dead = 0, start = 1), its (target, atom set)
-    transitions, atom sets as bitmasks over `atom_ranges`; and which states accept."""
+    transitions, atom sets as bitmasks over `atom_ranges`; and which states accept. Tuples of
+    integers, which the garbage collector stops tracking: these are kept in a cache."""
 
-    rows: list[list[tuple[int, int]]]
-    accepting: list[bool]
+    rows: tuple[tuple[tuple[int, int], ...], ...]
+    accepting: tuple[bool, ...]
     atom_ranges: tuple[tuple[tuple[int, int], ...], ...]
 
 
