@@ -274,12 +274,7 @@ class Parser:
                 if o is not None:  # completions with origin "here" are ε: handled by `nullable`
                     origin = known[o]
                     tainted = tainted or origin.tainted
-                    for p2, d2, o2 in origin.waiting.get(lhs_of[p], ()):
-                        if o2 is None:
-                            stack.append((p2, d2 + 1, o))
-                        else:
-                            stack.append((p2, d2 + 1, o2))
-                            known[o2] = origin.origins[o2]
+                    self._advance(origin, lhs_of[p], known, stack)
                 continue
             s = body[dot]
             if s >= 0:
@@ -316,20 +311,27 @@ class Parser:
             self.cache.put(key, found)
         return found
 
-    @staticmethod
-    def _kernel(earley_set: EarleySet, terminals: tuple[int, ...], known: dict[int, EarleySet]) -> list[Item]:
+    @classmethod
+    def _kernel(cls, earley_set: EarleySet, terminals: tuple[int, ...], known: dict[int, EarleySet]) -> list[Item]:
         """The items after `earley_set` once a lexeme ends as one of `terminals`; the sets their
         origins number go to `known`."""
         kernel: list[Item] = []
         for k in terminals:
-            for p, dot, o in earley_set.waiting.get(terminal_symbol(k), ()):
-                if o is None:
-                    kernel.append((p, dot + 1, earley_set.number))
-                    known[earley_set.number] = earley_set
-                else:
-                    kernel.append((p, dot + 1, o))
-                    known[o] = earley_set.origins[o]
+            cls._advance(earley_set, terminal_symbol(k), known, kernel)
         return kernel
+
+    @staticmethod
+    def _advance(earley_set: EarleySet, symbol: int, known: dict[int, EarleySet], out: list[Item]) -> None:
+        """Append to `out` the items of `earley_set` waiting for `symbol`, the dot moved over it
+        (an item that started there now names it by number); the sets their origins number go to
+        `known`."""
+        for p, dot, o in earley_set.waiting.get(symbol, ()):
+            if o is None:
+                out.append((p, dot + 1, earley_set.number))
+                known[earley_set.number] = earley_set
+            else:
+                out.append((p, dot + 1, o))
+                known[o] = earley_set.origins[o]
 
     def abstract(self, earley_set: EarleySet) -> EarleySet:
         """`earley_set` with every older origin replaced by the placeholder (itself if it has none).
