@@ -142,7 +142,7 @@ def _char_dfa(builder: NFABuilder, limits: Limits) -> CharDFA:
     rows, accepting = minimise(rows, accepting)
     if len(rows) > limits.max_dfa_states:
         raise _too_many_states(limits)
-    return CharDFA(tuple(map(tuple, rows)), tuple(accepting), alphabet.atom_ranges)
+    return CharDFA(rows, accepting, alphabet.atom_ranges)
 
 
 @lru_cache(maxsize=64)
@@ -150,4 +150,6 @@ def _difference(node: rx.Difference, limits: Limits) -> CharDFA:
     """The DFA of `left − right`: one subset construction over both sides, accepting where
     `left` ends and `right` does not. Kept for the next lexemes: an object's key difference is
     laid into the lexeme of each member that may follow."""
-    return _char_dfa(NFABuilder(node.left, node.right, lambda d: _difference(d, limits)), limits)
+    dfa = _char_dfa(NFABuilder(node.left, node.right, lambda d: _difference(d, limits)), limits)
+    # Tuples of integers, which the garbage collector stops tracking: this cache is long-lived.
+    return CharDFA(tuple(map(tuple, dfa.rows)), tuple(dfa.accepting), dfa.atom_ranges)

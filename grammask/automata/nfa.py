@@ -21,7 +21,7 @@ accepts, to the continuation.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from grammask.ir import regex as rx
@@ -48,11 +48,10 @@ class CharNFA:
 @dataclass(frozen=True)
 class CharDFA:
     """A trim DFA over code points: per state (dead = 0, start = 1), its (target, atom set)
-    transitions, atom sets as bitmasks over `atom_ranges`; and which states accept. Tuples of
-    integers, which the garbage collector stops tracking: these are kept in a cache."""
+    transitions, atom sets as bitmasks over `atom_ranges`; and which states accept."""
 
-    rows: tuple[tuple[tuple[int, int], ...], ...]
-    accepting: tuple[bool, ...]
+    rows: Sequence[Sequence[tuple[int, int]]]
+    accepting: Sequence[bool]
     atom_ranges: tuple[tuple[tuple[int, int], ...], ...]
 
 
