@@ -442,8 +442,14 @@ def test_too_many_concurrent_requests_then_disconnects_free_rows(server, client)
 
 
 def test_disconnect_while_waiting_for_a_non_streamed_answer(server):
+    # The format allows no end before 2,000 characters, so the answer cannot finish before the client leaves.
     body = json.dumps(
-        {"model": MODEL, "messages": [{"role": "user", "content": "Tell a long story."}], "max_tokens": 300}
+        {
+            "model": MODEL,
+            "messages": [{"role": "user", "content": "Tell a long story."}],
+            "max_tokens": 600,
+            "structured_outputs": {"regex": "[a-z ]{2000,}"},
+        }
     )
     cancelled = server.get("/health")["stats"]["cancelled"]
     head = (
