@@ -68,8 +68,13 @@ class Lexer:
         self._owner = np.full(capacity, -1, dtype=np.int32)
         #: per state: the terminals whose lexeme is complete there
         self.accepts: list[tuple[int, ...]] = [()]
+        #: per state: a number for its `accepts` (states that end the same lexemes share it)
+        self.accept_class = np.zeros(capacity, dtype=np.int32)
+        self._accept_classes: dict[tuple[int, ...], int] = {(): 0}
         #: rows as machine-int arrays: indexed as fast as lists, and never scanned by Python's GC
         self._rows: dict[int, array[int]] = {0: array("i", bytes(4 * 256))}
+        #: single transitions of states whose row is not made (`step`): `state << 8 | byte` -> target
+        self._steps: dict[int, int] = {}
         #: per (terminal, DFA state) met in a product: its live bytes and their targets
         self._sparse_rows: dict[tuple[int, int], tuple[tuple[int, ...], tuple[int, ...]] | None] = {}
 
@@ -82,7 +87,8 @@ class Lexer:
         # The rows filled so far (the rest of the table is untouched address space), flags, owners.
         tables = self._n * (self.table.itemsize * 256 + 6)
         sparse = sum(150 + 16 * len(row[0]) for row in self._sparse_rows.values() if row)
-        return int(tables) + 200 * self.n_states + _ROW_BYTES * len(self._rows) + sparse
+        steps = 100 * len(self._steps)
+        return int(tables) + 200 * self.n_states + _ROW_BYTES * len(self._rows) + sparse + steps
 
     def pairs(self, state: int) -> Pairs:
         """The `(terminal, DFA state)` pairs alive in `state`."""
@@ -123,6 +129,7 @@ class Lexer:
         self._pairs[state] = pairs
         self.accepts.append(done)
         self.accepting[state] = bool(done)
+        self.accept_class[state] = self._accept_class(done)
         self._ids[key] = state
         return state
 
@@ -141,15 +148,22 @@ class Lexer:
             while base + n > len(self.expanded):
                 self._grow()
             block = slice(base + 1, base + n)
-            self.table[block] = np.where(dfa.transitions[1:] > 0, dfa.transitions[1:] + base, 0)
+            rows = self.table[block]  # in place: no temporary the size of the block
+            rows[...] = dfa.transitions[1:]
+            rows += base
+            rows *= dfa.transitions[1:] > 0  # the dead state stays 0
             self.expanded[block] = True
             self.accepting[block] = dfa.accepting[1:]
             self._owner[block] = terminal
             choice = ((), (terminal,))
             self.accepts.extend([choice[a] for a in dfa.accepting[1:].tolist()])
+            self.accept_class[block] = np.where(dfa.accepting[1:], self._accept_class(choice[1]), 0)
             self._n += n - 1
             self._bases[terminal] = base
         return base
+
+    def _accept_class(self, terminals: tuple[int, ...]) -> int:
+        return self._accept_classes.setdefault(terminals, len(self._accept_classes))
 
     def _too_many(self) -> GrammarError:
         return GrammarError(
@@ -165,6 +179,7 @@ class Lexer:
         self.expanded = np.concatenate([self.expanded, np.zeros(capacity - len(self.expanded), dtype=bool)])
         self.accepting = np.concatenate([self.accepting, np.zeros(capacity - len(self.accepting), dtype=bool)])
         self._owner = np.concatenate([self._owner, np.full(capacity - len(self._owner), -1, dtype=np.int32)])
+        self.accept_class = np.concatenate([self.accept_class, np.zeros(capacity - len(self.accept_class), np.int32)])
 
     # -- rows -------------------------------------------------------------------------------------
 
@@ -177,7 +192,22 @@ class Lexer:
         return found
 
     def step(self, state: int, byte: int) -> int:
-        return self.row(state)[byte]
+        """The successor of `state` on `byte`. A state of several lexemes without a row gets this
+        one transition only: a token's bytes need one column each, and a whole product row costs
+        about 0.2 ms, for states that token masks (union walks) never ask a row of."""
+        found = self._rows.get(state)
+        if found is not None:
+            return found[byte]
+        pairs = self.pairs(state)
+        if len(pairs) < 2 or self.expanded[state]:
+            return self.row(state)[byte]
+        key = state << 8 | byte
+        target = self._steps.get(key)
+        if target is None:
+            column = tuple((k, t) for k, s in pairs if (t := int(self._dfa(k).transitions[s, byte])))
+            with self._lock:
+                target = self._steps[key] = self._intern(column)
+        return target
 
     def gather(self, states: np.ndarray, data: np.ndarray) -> np.ndarray:
         """The successors of `states[i]` on `data[i]`, all at once."""
@@ -252,9 +282,14 @@ class Lexer:
         else:
             key = np.ascontiguousarray(targets.T).view(np.dtype((np.void, 4 * len(pairs)))).reshape(-1)
         _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        columns = targets[:, first].T  # [distinct columns, pairs]; mostly dead
+        j, i = np.nonzero(columns)  # by column: only the live pairs become tuples
+        live = list(zip(np.array(terminals)[i].tolist(), columns[j, i].tolist(), strict=True))
         ids = np.empty(len(first), dtype=np.int32)
-        for j, column in enumerate(targets[:, first].T.tolist()):
-            ids[j] = self._intern(tuple((k, s) for k, s in zip(terminals, column, strict=True) if s))
+        start = 0
+        for c, end in enumerate(np.cumsum(np.bincount(j, minlength=len(first))).tolist()):
+            ids[c] = self._intern(tuple(live[start:end]))
+            start = end
         return ids[inverse.reshape(-1)]
 
     def next_bytes(self, state: int) -> list[int]:

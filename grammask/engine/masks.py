@@ -281,15 +281,11 @@ class MaskComputer:
         """`states` grouped by the lexemes they accept: one state of each group and the positions
         of the group's states. What follows the end of a lexeme depends only on which lexemes
         ended, and many lexer states (every count inside a bounded repeat) end the same ones."""
-        unique, inverse = np.unique(states, return_inverse=True)
-        if len(unique) == 1:
-            return [(int(unique[0]), np.arange(len(states)))]
-        accepts = self.lexer.accepts
-        labels: dict[tuple[int, ...], int] = {}
-        label = np.array([labels.setdefault(accepts[q], len(labels)) for q in unique.tolist()])
-        first = {labels[accepts[q]]: q for q in reversed(unique.tolist())}
-        by_label = label[inverse]
-        return [(first[k], np.flatnonzero(by_label == k)) for k in range(len(labels))]
+        labels = self.lexer.accept_class[states]
+        if (labels == labels[0]).all():
+            return [(int(states[0]), np.arange(len(states)))]
+        _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+        return [(int(states[i]), np.flatnonzero(inverse == j)) for j, i in enumerate(first.tolist())]
 
     def walk(self, state: int) -> TokenWalk:
         """What lexer state `state` does to every text token (cached).

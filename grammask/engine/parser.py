@@ -374,14 +374,14 @@ class Parser:
         """The config after `data`, or None if `data` cannot follow."""
         scans: Iterable[tuple[EarleySet, int]] = config.scans
         accepting = config.accepting
-        row, accepts = self.lexer.row, self.lexer.accepts
+        step, accepts = self.lexer.step, self.lexer.accepts
         for byte in data:
             # An Earley set can appear with several lexer states: hash-consing may make the sets of
             # two positions one object when they continue alike.
             stepped: set[tuple[EarleySet, int]] = set()
             completions: list[tuple[EarleySet, tuple[int, ...]]] = []
             for earley_set, state in scans:
-                state = row(state)[byte]
+                state = step(state, byte)
                 if state:
                     stepped.add((earley_set, state))
                     if accepts[state]:
