@@ -188,7 +188,7 @@ class MaskComputer:
         found = self.cache.get(key)
         if found is not None:
             return found
-        found, unsure = self._abstract_scan(self.parser.abstract(earley_set), state)
+        found, unsure = self._abstract_scan(self._shared_form(earley_set), state)
         if not unsure.empty:  # decide what the abstract set could not, from the concrete one
             found = found.copy()
             for splits in unsure.splits:
@@ -199,6 +199,21 @@ class MaskComputer:
             found.flags.writeable = False
         self.cache.put(key, found, found.nbytes)
         return found
+
+    def _shared_form(self, earley_set: EarleySet) -> EarleySet:
+        """The set to compute a scan from: its abstract set once a second concrete set has the
+        same one (a deeper level of the same structure), the set itself before. The abstract set
+        is shared by every depth, but what it cannot see is checked again from the concrete set:
+        work wasted at a position reached only once, as most positions of a document are."""
+        abstract = self.parser.abstract(earley_set)
+        if abstract is earley_set:
+            return abstract
+        key = ("first", abstract.number)
+        first = self.cache.get(key)
+        if first is None:
+            self.cache.put(key, earley_set.number)
+            return earley_set
+        return earley_set if first == earley_set.number else abstract
 
     def _abstract_scan(self, abstract: EarleySet, state: int) -> tuple[np.ndarray, _Unsure]:
         """The mask of a scan from an abstract set, and what it is unsure of."""

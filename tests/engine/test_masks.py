@@ -248,10 +248,12 @@ def test_nested_depths_share_walks_and_masks(vocab_llama3):
     at_two = unpack_bitmask(matcher._mask(), vocab_llama3.size)
     assert np.array_equal(at_two, brute_force(matcher))
     assert matcher.advance_bytes(b"(")
-    matcher._mask()  # depth 3: the first depth whose set has the same abstract set as deeper ones
+    matcher._mask()  # depth 3: the first set whose abstract set deeper ones share, computed as is
+    assert matcher.advance_bytes(b"(")
+    matcher._mask()  # depth 4: the second such set, computed from the abstract set
     walks = masks.walks_computed
     abstract = sum(1 for key in compiled.cache._data if key[0] == "abstract")
-    assert matcher.advance_bytes(b"(" * 47)
+    assert matcher.advance_bytes(b"(" * 46)
     at_fifty = unpack_bitmask(matcher._mask(), vocab_llama3.size)
     assert masks.walks_computed == walks
     assert sum(1 for key in compiled.cache._data if key[0] == "abstract") == abstract
