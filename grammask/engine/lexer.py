@@ -75,6 +75,8 @@ class Lexer:
         self._rows: dict[int, array[int]] = {0: array("i", bytes(4 * 256))}
         #: single transitions of states whose row is not made (`step`): `state << 8 | byte` -> target
         self._steps: dict[int, int] = {}
+        #: per start state of several lexemes: its lexemes' own start states by first byte
+        self._starts_by_byte: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         #: per (terminal, DFA state) met in a product: its live bytes and their targets
         self._sparse_rows: dict[tuple[int, int], tuple[tuple[int, ...], tuple[int, ...]] | None] = {}
 
@@ -88,7 +90,8 @@ class Lexer:
         tables = self._n * (self.table.itemsize * 256 + 6)
         sparse = sum(150 + 16 * len(row[0]) for row in self._sparse_rows.values() if row)
         steps = 100 * len(self._steps)
-        return int(tables) + 200 * self.n_states + _ROW_BYTES * len(self._rows) + sparse + steps
+        split = sum(200 + bounds.nbytes + starts.nbytes for bounds, starts in self._starts_by_byte.values())
+        return int(tables) + 200 * self.n_states + _ROW_BYTES * len(self._rows) + sparse + steps + split
 
     def pairs(self, state: int) -> Pairs:
         """The `(terminal, DFA state)` pairs alive in `state`."""
@@ -103,6 +106,29 @@ class Lexer:
         """The state before the first byte of a lexeme that may be any of `terminals`."""
         with self._lock:
             return self._intern(tuple((k, 1) for k in sorted(terminals)), True)
+
+    def starts_by_byte(self, state: int) -> tuple[np.ndarray, np.ndarray]:
+        """`(bounds, starts)`: the start states of `state`'s lexemes one by one, by the byte each
+        can begin with (`starts[bounds[b] : bounds[b + 1]]` for byte `b`; none for a dead byte).
+
+        Text that follows a lexeme boundary is valid when it is valid for one of the lexemes
+        expected there (what follows each is a union too), so it can be stepped from these states
+        one by one: no row of a state of several lexemes is needed, and after the first byte every
+        lexeme steps in its own block."""
+        found = self._starts_by_byte.get(state)
+        if found is None:
+            firsts, starts = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int32)]
+            with self._lock:
+                for k, _ in self.pairs(state):
+                    first = np.flatnonzero(self._dfa(k).transitions[1])
+                    firsts.append(first)
+                    starts.append(np.full(len(first), self._intern(((k, 1),), True), dtype=np.int32))
+            data = np.concatenate(firsts)
+            bounds = np.zeros(257, dtype=np.int64)
+            np.cumsum(np.bincount(data, minlength=256), out=bounds[1:])
+            found = (bounds, np.concatenate(starts)[np.argsort(data, kind="stable")])
+            self._starts_by_byte[state] = found
+        return found
 
     def single(self, terminal: int, dfa_state: int) -> int:
         """The state where lexeme `terminal` alone is alive, in state `dfa_state` of its DFA."""

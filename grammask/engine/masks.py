@@ -280,8 +280,9 @@ class MaskComputer:
         lo, hi = index.first_child[group], index.child_end[group]
         counts = hi - lo
         children = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
-        first = lexer.gather(np.full(len(children), made.lex_start, dtype=np.int32), index.byte[children])
-        live = first != 0
+        bounds, _ = lexer.starts_by_byte(made.lex_start)
+        first = index.byte[children].astype(np.int64)
+        live = bounds[first + 1] > bounds[first]
         kept = children[live]
         lo, hi = index.end_lo[kept], index.below_hi[kept]
         tokens = self._tokens_in(trie, lo, hi)
@@ -538,29 +539,42 @@ class MaskComputer:
         self, earley_set: EarleySet, tokens: np.ndarray, offsets: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         trie, lexer = self.trie, self.lexer
-        capacity = int((trie.token_len[tokens] - offsets).sum())
+        # Each token once per lexeme its first byte may begin (`Lexer.starts_by_byte`): every
+        # step is then in one lexeme's block, and no row of several lexemes is ever built.
+        bounds, starts = lexer.starts_by_byte(earley_set.lex_start)
+        first = trie.flat_bytes[trie.token_start[tokens] + offsets].astype(np.int64)
+        counts = bounds[first + 1] - bounds[first]
+        owner = np.repeat(np.arange(len(tokens)), counts)
+        n = len(owner)
+        states = starts[np.repeat(bounds[first] - np.cumsum(counts) + counts, counts) + np.arange(n)]
+        tokens_each = tokens[owner]
+        capacity = int((trie.token_len[tokens_each] - offsets[owner]).sum())
         split_index = np.empty(capacity, dtype=np.int64)
         split_position = np.empty(capacity, dtype=np.int64)
         split_state = np.empty(capacity, dtype=np.int32)
-        positions = offsets.astype(np.int64)  # a copy: the kernel moves it on
-        states = np.full(len(tokens), earley_set.lex_start, dtype=np.int32)
-        todo = np.ones(len(tokens), dtype=bool)
-        ok = np.zeros(len(tokens), dtype=bool)
-        died = np.zeros(len(tokens), dtype=bool)
+        positions = offsets[owner].astype(np.int64)  # a copy: the kernel moves it on
+        todo = np.ones(n, dtype=bool)
+        ok_each = np.zeros(n, dtype=bool)
+        died_each = np.zeros(n, dtype=bool)
         missing = np.empty(_STEP_ROWS, dtype=np.int64)
         count = 0
         while True:
             count, n_missing = kernels.step_suffixes(
-                tokens, positions, states, todo, lexer.table, lexer.expanded, lexer.accepting,
-                trie.flat_bytes, trie.token_start, trie.token_len, ok, died,
+                tokens_each, positions, states, todo, lexer.table, lexer.expanded, lexer.accepting,
+                trie.flat_bytes, trie.token_start, trie.token_len, ok_each, died_each,
                 split_index, split_position, split_state, count, missing,
             )  # fmt: skip
             if not n_missing:
                 break
             lexer.ensure(missing[:n_missing])  # rows the steps need: compute them, go on from there
-        unsure = died if earley_set.tainted else np.zeros(len(tokens), dtype=bool)
+        ok = np.zeros(len(tokens), dtype=bool)
+        ok[owner[ok_each]] = True
+        if earley_set.tainted:  # every lexeme died on the token: unsure past the placeholder
+            unsure = np.bincount(owner[died_each], minlength=len(tokens)) == counts
+        else:
+            unsure = np.zeros(len(tokens), dtype=bool)
         if count:
-            index = split_index[:count]
+            index = owner[split_index[:count]]
             sub_ok, sub_unsure = self._after_lexeme(
                 earley_set, tokens[index], split_position[:count], split_state[:count]
             )

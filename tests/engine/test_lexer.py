@@ -75,3 +75,20 @@ def test_lexer_state_limit_is_a_grammar_error():
     start = lexer.start((0,))
     with pytest.raises(GrammarError, match="max_lexer_states"):
         lexer.step(start, 97)
+
+
+def test_starts_by_byte_are_the_lexemes_a_byte_can_begin():
+    """A start state of several lexemes splits into its lexemes' own start states, by first byte:
+    stepping each on that byte gives, together, the pairs the combined state steps to."""
+    dfas = [compile_regex(node) for node in LEXEMES]
+    lexer = Lexer(dfas.__getitem__, Limits())
+    rng = random.Random(1)
+    for _ in range(50):
+        terminals = tuple(sorted(rng.sample(range(len(dfas)), rng.randint(1, len(dfas)))))
+        combined = lexer.start(terminals)
+        bounds, starts = lexer.starts_by_byte(combined)
+        for byte in range(256):
+            ones = starts[bounds[byte] : bounds[byte + 1]].tolist()
+            assert sorted(ones) == sorted(lexer.start((k,)) for k in terminals if dfas[k].transitions[1, byte])
+            stepped = {pair for one in ones for pair in lexer.pairs(lexer.step(one, byte))}
+            assert stepped == set(lexer.pairs(lexer.step(combined, byte)))
