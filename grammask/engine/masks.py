@@ -517,102 +517,143 @@ class MaskComputer:
         """For each token, whether its bytes from `offset` on can follow once the lexeme that
         started at `earley_set` ends in lexer state `state`; and, for the rejected ones, whether
         the rejection is unsure (it happened past a completion into the placeholder)."""
-        ok = np.zeros(len(tokens), dtype=bool)
-        unsure = np.zeros(len(tokens), dtype=bool)
-        accepts = self.lexer.accepts
-        for state, chosen in self._by_accepted(states):
-            made = self.parser.complete(earley_set, accepts[state])
-            ok[chosen], unsure[chosen] = self._suffix_valid(made, tokens[chosen], offsets[chosen])
-        return ok, unsure
+        sets, which = self._complete_each([earley_set], np.zeros(len(tokens), dtype=np.int64), states)
+        return self._valid_after(sets, which, tokens, offsets)
 
     def _suffix_valid(
         self, earley_set: EarleySet, tokens: np.ndarray, offsets: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         """Whether each token's bytes from its offset (non-empty) can start at the fresh lexeme
-        boundary `earley_set`, and whether a rejection is unsure (compiled when numba is
-        installed, with numpy otherwise)."""
-        if kernels.AVAILABLE:
-            return self._suffix_valid_compiled(earley_set, tokens, offsets)
-        return self._suffix_valid_numpy(earley_set, tokens, offsets)
+        boundary `earley_set`, and whether a rejection is unsure."""
+        return self._valid_after([earley_set], np.zeros(len(tokens), dtype=np.int64), tokens, offsets)
 
-    def _suffix_valid_compiled(
-        self, earley_set: EarleySet, tokens: np.ndarray, offsets: np.ndarray
+    def _complete_each(
+        self, sets: list[EarleySet], which: np.ndarray, states: np.ndarray
+    ) -> tuple[list[EarleySet], np.ndarray]:
+        """The sets made where lexemes that started at `sets[which[i]]` end in lexer state
+        `states[i]`: as distinct sets, and the index of each i's. What follows depends only on
+        which lexemes ended, and many lexer states end the same ones."""
+        key = which << 32 | self.lexer.accept_class[states]
+        if (key == key[0]).all():
+            return [self.parser.complete(sets[int(which[0])], self.lexer.accepts[int(states[0])])], np.zeros_like(key)
+        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        accepts = self.lexer.accepts
+        made = [self.parser.complete(sets[int(which[i])], accepts[int(states[i])]) for i in first.tolist()]
+        return made, inverse.reshape(-1)
+
+    def _valid_after(
+        self, sets: list[EarleySet], which: np.ndarray, tokens: np.ndarray, offsets: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
+        """Whether each token's bytes from its offset can follow at the fresh lexeme boundary
+        `sets[which[i]]`, and whether a rejection is unsure.
+
+        Level by level, every token at once: its next lexeme is stepped from each expected lexeme
+        its next byte can begin (`Lexer.starts_by_byte`: text is valid after a boundary when it is
+        valid for one of the lexemes expected there, so the steps stay in single-lexeme blocks and
+        no row of several lexemes is built); where a lexeme ends before the token does, the parser
+        completes it and the rest goes on to the next level. One step pass per level, however
+        many Earley sets the tokens have reached."""
+        n = len(tokens)
+        ok = np.zeros(n, dtype=bool)
+        unsure = np.zeros(n, dtype=bool)
+        trie = self.trie
+        root = np.arange(n)  # each entry's token, as a position in `tokens`
+        while root.size:
+            first = trie.flat_bytes[trie.token_start[tokens[root]] + offsets].astype(np.int64)
+            lo, counts, starts = self._lexeme_starts(sets, which, first)
+            owner = np.repeat(np.arange(len(root)), counts)
+            states = starts[np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(len(owner))]
+            ok_each, died_each, (index, positions, ends) = self._step(tokens[root[owner]], offsets[owner], states)
+            ok[root[owner[ok_each]]] = True
+            tainted = np.array([s.tainted for s in sets])[which]
+            if tainted.any():  # every lexeme died on the token past the placeholder: unsure
+                all_died = np.bincount(owner[died_each], minlength=len(root)) == counts
+                unsure[root[all_died & tainted]] = True
+            entry = owner[index]
+            going = ~ok[root[entry]]  # a token already allowed needs no other way through
+            entry, offsets, ends = entry[going], positions[going], ends[going]
+            if not entry.size:
+                break
+            sets, which = self._complete_each(sets, which[entry], ends)
+            root = root[entry]
+        return ok, unsure
+
+    def _lexeme_starts(
+        self, sets: list[EarleySet], which: np.ndarray, first: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For entries at boundaries `sets[which[i]]` whose next byte is `first[i]`: where their
+        lexemes' start states begin in the returned array, and how many there are."""
+        if len(sets) == 1:
+            bounds, starts = self.lexer.starts_by_byte(sets[0].lex_start)
+            return bounds[first], bounds[first + 1] - bounds[first], starts
+        parts = [self.lexer.starts_by_byte(s.lex_start) for s in sets]
+        base = np.cumsum([0] + [len(starts) for _, starts in parts[:-1]])
+        table = np.stack([bounds for bounds, _ in parts]) + base[:, None]
+        lo = table[which, first]
+        return lo, table[which, first + 1] - lo, np.concatenate([starts for _, starts in parts])
+
+    def _step(
+        self, tokens: np.ndarray, offsets: np.ndarray, states: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Step each token's bytes from its offset through the lexer from `states[i]`: whether the
+        lexer stays alive to its end, whether it dies on the way, and every position before the
+        end where a lexeme is complete, as (entry, position after the lexeme, lexer state there)
+        (compiled when numba is installed, with numpy otherwise)."""
+        if kernels.AVAILABLE:
+            return self._step_compiled(tokens, offsets, states)
+        return self._step_numpy(tokens, offsets, states)
+
+    def _step_compiled(
+        self, tokens: np.ndarray, offsets: np.ndarray, states: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
         trie, lexer = self.trie, self.lexer
-        # Each token once per lexeme its first byte may begin (`Lexer.starts_by_byte`): every
-        # step is then in one lexeme's block, and no row of several lexemes is ever built.
-        bounds, starts = lexer.starts_by_byte(earley_set.lex_start)
-        first = trie.flat_bytes[trie.token_start[tokens] + offsets].astype(np.int64)
-        counts = bounds[first + 1] - bounds[first]
-        owner = np.repeat(np.arange(len(tokens)), counts)
-        n = len(owner)
-        states = starts[np.repeat(bounds[first] - np.cumsum(counts) + counts, counts) + np.arange(n)]
-        tokens_each = tokens[owner]
-        capacity = int((trie.token_len[tokens_each] - offsets[owner]).sum())
+        n = len(tokens)
+        capacity = int((trie.token_len[tokens] - offsets).sum())
         split_index = np.empty(capacity, dtype=np.int64)
         split_position = np.empty(capacity, dtype=np.int64)
         split_state = np.empty(capacity, dtype=np.int32)
-        positions = offsets[owner].astype(np.int64)  # a copy: the kernel moves it on
+        positions = offsets.astype(np.int64)  # a copy: the kernel moves it on
+        states = states.copy()
         todo = np.ones(n, dtype=bool)
-        ok_each = np.zeros(n, dtype=bool)
-        died_each = np.zeros(n, dtype=bool)
+        ok = np.zeros(n, dtype=bool)
+        died = np.zeros(n, dtype=bool)
         missing = np.empty(_STEP_ROWS, dtype=np.int64)
         count = 0
         while True:
             count, n_missing = kernels.step_suffixes(
-                tokens_each, positions, states, todo, lexer.table, lexer.expanded, lexer.accepting,
-                trie.flat_bytes, trie.token_start, trie.token_len, ok_each, died_each,
+                tokens, positions, states, todo, lexer.table, lexer.expanded, lexer.accepting,
+                trie.flat_bytes, trie.token_start, trie.token_len, ok, died,
                 split_index, split_position, split_state, count, missing,
             )  # fmt: skip
             if not n_missing:
                 break
             lexer.ensure(missing[:n_missing])  # rows the steps need: compute them, go on from there
-        ok = np.zeros(len(tokens), dtype=bool)
-        ok[owner[ok_each]] = True
-        if earley_set.tainted:  # every lexeme died on the token: unsure past the placeholder
-            unsure = np.bincount(owner[died_each], minlength=len(tokens)) == counts
-        else:
-            unsure = np.zeros(len(tokens), dtype=bool)
-        if count:
-            index = owner[split_index[:count]]
-            sub_ok, sub_unsure = self._after_lexeme(
-                earley_set, tokens[index], split_position[:count], split_state[:count]
-            )
-            ok[index[sub_ok]] = True
-            unsure[index[sub_unsure]] = True
-        return ok, unsure
+        return ok, died, (split_index[:count], split_position[:count], split_state[:count])
 
-    def _suffix_valid_numpy(
-        self, earley_set: EarleySet, tokens: np.ndarray, offsets: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        ok = np.zeros(len(tokens), dtype=bool)
-        unsure = np.zeros(len(tokens), dtype=bool)
-        if not len(tokens):
-            return ok, unsure
+    def _step_numpy(
+        self, tokens: np.ndarray, offsets: np.ndarray, states: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
         trie, lexer = self.trie, self.lexer
-        tainted = earley_set.tainted
+        ok = np.zeros(len(tokens), dtype=bool)
+        died = np.zeros(len(tokens), dtype=bool)
+        splits: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         index = np.arange(len(tokens))
         starts = trie.token_start[tokens]
         ends = trie.token_len[tokens].astype(np.int64)
         position = offsets.astype(np.int64)
-        state = np.full(len(tokens), earley_set.lex_start, dtype=np.int32)
+        state = states
         while index.size:
             state = lexer.gather(state, trie.flat_bytes[starts[index] + position])
             live = state != 0
-            if tainted:
-                unsure[index[~live]] = True
+            died[index[~live]] = True
             index, state, position = index[live], state[live], position[live] + 1
             finished = position == ends[index]
             ok[index[finished]] = True
-            going = ~finished
-            split = going & lexer.accepting[state]
+            split = ~finished & lexer.accepting[state]
             if split.any():
-                chosen = np.flatnonzero(split)
-                sub_ok, sub_unsure = self._after_lexeme(
-                    earley_set, tokens[index[chosen]], position[chosen], state[chosen]
-                )
-                ok[index[chosen[sub_ok]]] = True
-                unsure[index[chosen[sub_unsure]]] = True
-                going &= ~ok[index]
-            index, state, position = index[going], state[going], position[going]
-        return ok, unsure
+                splits.append((index[split], position[split], state[split]))
+            index, state, position = index[~finished], state[~finished], position[~finished]
+        if not splits:
+            return ok, died, (_EMPTY, _EMPTY, np.zeros(0, dtype=np.int32))
+        entries, after, ended = (np.concatenate(parts) for parts in zip(*splits, strict=True))
+        return ok, died, (entries, after, ended)
