@@ -75,6 +75,8 @@ class Lexer:
         self._rows: dict[int, array[int]] = {0: array("i", bytes(4 * 256))}
         #: single transitions of states whose row is not made (`step`): `state << 8 | byte` -> target
         self._steps: dict[int, int] = {}
+        #: start states by the terminals asked for, in the order asked (`start`)
+        self._starts: dict[tuple[int, ...], int] = {}
         #: per start state of several lexemes: its lexemes' own start states by first byte
         self._starts_by_byte: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         #: per (terminal, DFA state) met in a product: its live bytes and their targets
@@ -91,6 +93,7 @@ class Lexer:
         sparse = sum(150 + 16 * len(row[0]) for row in self._sparse_rows.values() if row)
         steps = 100 * len(self._steps)
         split = sum(200 + bounds.nbytes + starts.nbytes for bounds, starts in self._starts_by_byte.values())
+        split += sum(100 + 8 * len(terminals) for terminals in self._starts)
         return int(tables) + 200 * self.n_states + _ROW_BYTES * len(self._rows) + sparse + steps + split
 
     def pairs(self, state: int) -> Pairs:
@@ -104,8 +107,11 @@ class Lexer:
 
     def start(self, terminals: tuple[int, ...]) -> int:
         """The state before the first byte of a lexeme that may be any of `terminals`."""
-        with self._lock:
-            return self._intern(tuple((k, 1) for k in sorted(terminals)), True)
+        found = self._starts.get(terminals)
+        if found is None:
+            with self._lock:
+                found = self._starts[terminals] = self._intern(tuple((k, 1) for k in sorted(terminals)), True)
+        return found
 
     def starts_by_byte(self, state: int) -> tuple[np.ndarray, np.ndarray]:
         """`(bounds, starts)`: the start states of `state`'s lexemes one by one, by the byte each

@@ -91,6 +91,38 @@ class _Unsure:
         return sum(s.nbytes for s in self.splits) + self.tokens.nbytes + self.offsets.nbytes + self.states.nbytes
 
 
+@dataclass(frozen=True)
+class _Crossing:
+    """How tokens go through the next lexeme from a lexeme boundary: whether each ends inside
+    it, whether every lexeme died on it, and where lexemes end before the token does (the
+    token's position in the batch, the position after the lexeme, the lexer state there)."""
+
+    ok: np.ndarray
+    died: np.ndarray
+    entry: np.ndarray
+    after: np.ndarray
+    ended: np.ndarray
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in (self.ok, self.died, self.entry, self.after, self.ended))
+
+
+@dataclass(frozen=True)
+class _Below:
+    """The tokens below some split nodes that can go on at a lexer start state (with the offset
+    after the split), whether every child byte could, and how their next lexeme goes."""
+
+    tokens: np.ndarray
+    offsets: np.ndarray
+    all_live: bool
+    crossing: _Crossing
+
+    @property
+    def nbytes(self) -> int:
+        return self.tokens.nbytes + self.offsets.nbytes + self.crossing.nbytes
+
+
 _EMPTY = np.zeros(0, np.int64)
 _SURE = _Unsure((), _EMPTY, _EMPTY, _EMPTY)
 
@@ -270,27 +302,51 @@ class MaskComputer:
         inside a long lexeme (a string under `maxLength`, say) reaches the same split nodes, and
         what follows a split depends only on the bytes below it. Children of a split node whose
         byte cannot start a lexeme after the split are dropped with their subtree first."""
-        trie, lexer = index.trie, self.lexer
-        ended = lexer.accepts[state]
-        key = ("splits", earley_set.number, id(index), ended, hashlib.blake2b(group.tobytes(), digest_size=16).digest())
+        ended = self.lexer.accepts[state]
+        digest = hashlib.blake2b(group.tobytes(), digest_size=16).digest()
+        key = ("splits", earley_set.number, id(index), ended, digest)
         found = self.cache.get(key)
         if found is not None:
             return found
         made = self.parser.complete(earley_set, ended)
+        below = self._below_splits(made.lex_start, index, group, digest)
+        tokens, offsets, crossing = below.tokens, below.offsets, below.crossing
+        ok = crossing.ok.copy()
+        unsure = crossing.died & made.tainted
+        entry = crossing.entry[~ok[crossing.entry]]
+        if entry.size:  # lexemes end again inside tokens: the parser decides from here on
+            going = ~ok[crossing.entry]
+            sets, which = self._complete_each([made], np.zeros(len(entry), dtype=np.int64), crossing.ended[going])
+            sub_ok, sub_unsure = self._valid_after(sets, which, tokens[entry], crossing.after[going])
+            ok[entry[sub_ok]] = True
+            unsure[entry[sub_unsure]] = True
+        doubt = unsure & ~ok
+        found = (tokens[ok], made.tainted and not below.all_live, tokens[doubt], offsets[doubt])
+        self.cache.put(key, found, sum(a.nbytes for a in (found[0], found[2], found[3])))
+        return found
+
+    def _below_splits(self, start: int, index: TrieIndex, group: np.ndarray, digest: bytes) -> _Below:
+        """The tokens below split nodes `group` whose next byte can begin a lexeme at lexer start
+        state `start`, and how their next lexeme goes (cached: this depends on the lexer only, so
+        every Earley set that expects the same lexemes after the same split nodes shares it, as
+        the string values of different properties do)."""
+        key = ("below", start, id(index), digest)
+        found = self.cache.get(key)
+        if found is not None:
+            return found
+        trie = index.trie
         lo, hi = index.first_child[group], index.child_end[group]
         counts = hi - lo
         children = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
-        bounds, _ = lexer.starts_by_byte(made.lex_start)
+        bounds, _ = self.lexer.starts_by_byte(start)
         first = index.byte[children].astype(np.int64)
         live = bounds[first + 1] > bounds[first]
         kept = children[live]
         lo, hi = index.end_lo[kept], index.below_hi[kept]
         tokens = self._tokens_in(trie, lo, hi)
         offsets = np.repeat(trie.depth[kept].astype(np.int64) - 1, hi - lo)
-        ok, doubt = self._suffix_valid(made, tokens, offsets)
-        doubt &= ~ok
-        found = (tokens[ok], made.tainted and not live.all(), tokens[doubt], offsets[doubt])
-        self.cache.put(key, found, sum(a.nbytes for a in (found[0], found[2], found[3])))
+        found = _Below(tokens, offsets, bool(live.all()), self._cross(start, tokens, offsets))
+        self.cache.put(key, found, found.nbytes)
         return found
 
     def _by_accepted(self, states: np.ndarray) -> list[tuple[int, np.ndarray]]:
@@ -556,41 +612,52 @@ class MaskComputer:
         n = len(tokens)
         ok = np.zeros(n, dtype=bool)
         unsure = np.zeros(n, dtype=bool)
-        trie = self.trie
         root = np.arange(n)  # each entry's token, as a position in `tokens`
         while root.size:
-            first = trie.flat_bytes[trie.token_start[tokens[root]] + offsets].astype(np.int64)
-            lo, counts, starts = self._lexeme_starts(sets, which, first)
-            owner = np.repeat(np.arange(len(root)), counts)
-            states = starts[np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(len(owner))]
-            ok_each, died_each, (index, positions, ends) = self._step(tokens[root[owner]], offsets[owner], states)
-            ok[root[owner[ok_each]]] = True
+            crossing = self._cross_from(sets, which, tokens[root], offsets)
+            ok[root[crossing.ok]] = True
             tainted = np.array([s.tainted for s in sets])[which]
-            if tainted.any():  # every lexeme died on the token past the placeholder: unsure
-                all_died = np.bincount(owner[died_each], minlength=len(root)) == counts
-                unsure[root[all_died & tainted]] = True
-            entry = owner[index]
-            going = ~ok[root[entry]]  # a token already allowed needs no other way through
-            entry, offsets, ends = entry[going], positions[going], ends[going]
-            if not entry.size:
+            unsure[root[crossing.died & tainted]] = True  # every lexeme died past the placeholder
+            going = ~ok[root[crossing.entry]]  # a token already allowed needs no other way through
+            if not going.any():
                 break
-            sets, which = self._complete_each(sets, which[entry], ends)
-            root = root[entry]
+            sets, which = self._complete_each(sets, which[crossing.entry[going]], crossing.ended[going])
+            root, offsets = root[crossing.entry[going]], crossing.after[going]
         return ok, unsure
 
-    def _lexeme_starts(
-        self, sets: list[EarleySet], which: np.ndarray, first: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """For entries at boundaries `sets[which[i]]` whose next byte is `first[i]`: where their
-        lexemes' start states begin in the returned array, and how many there are."""
+    def _cross(self, start: int, tokens: np.ndarray, offsets: np.ndarray) -> _Crossing:
+        """`_cross_from` for entries that all start at lexer start state `start`."""
+        bounds, starts = self.lexer.starts_by_byte(start)
+        first = self.trie.flat_bytes[self.trie.token_start[tokens] + offsets].astype(np.int64)
+        return self._cross_starts(bounds[first], bounds[first + 1] - bounds[first], starts, tokens, offsets)
+
+    def _cross_from(
+        self, sets: list[EarleySet], which: np.ndarray, tokens: np.ndarray, offsets: np.ndarray
+    ) -> _Crossing:
+        """How each token's next lexeme goes from its offset, at the lexeme boundary
+        `sets[which[i]]`: stepped from each expected lexeme its next byte can begin."""
         if len(sets) == 1:
-            bounds, starts = self.lexer.starts_by_byte(sets[0].lex_start)
-            return bounds[first], bounds[first + 1] - bounds[first], starts
+            return self._cross(sets[0].lex_start, tokens, offsets)
+        first = self.trie.flat_bytes[self.trie.token_start[tokens] + offsets].astype(np.int64)
         parts = [self.lexer.starts_by_byte(s.lex_start) for s in sets]
         base = np.cumsum([0] + [len(starts) for _, starts in parts[:-1]])
         table = np.stack([bounds for bounds, _ in parts]) + base[:, None]
         lo = table[which, first]
-        return lo, table[which, first + 1] - lo, np.concatenate([starts for _, starts in parts])
+        starts = np.concatenate([starts for _, starts in parts])
+        return self._cross_starts(lo, table[which, first + 1] - lo, starts, tokens, offsets)
+
+    def _cross_starts(
+        self, lo: np.ndarray, counts: np.ndarray, starts: np.ndarray, tokens: np.ndarray, offsets: np.ndarray
+    ) -> _Crossing:
+        """Step each token from `starts[lo[i] : lo[i] + counts[i]]`, the start states of the
+        lexemes its next byte can begin, one by one."""
+        owner = np.repeat(np.arange(len(tokens)), counts)
+        states = starts[np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(len(owner))]
+        ok_each, died_each, (index, after, ended) = self._step(tokens[owner], offsets[owner], states)
+        ok = np.zeros(len(tokens), dtype=bool)
+        ok[owner[ok_each]] = True
+        died = np.bincount(owner[died_each], minlength=len(tokens)) == counts
+        return _Crossing(ok, died, owner[index], after, ended)
 
     def _step(
         self, tokens: np.ndarray, offsets: np.ndarray, states: np.ndarray

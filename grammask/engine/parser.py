@@ -89,15 +89,19 @@ class EarleySet:
         #: stops tracking a tuple of items that all start here, as most do.
         self.waiting: dict[int, tuple[Item, ...]] = {s: tuple(found) for s, found in waiting.items()}
         self.accepting = accepting
-        lexemes = tuple(k for s in waiting if s < 0 and parser.is_lexeme[k := terminal_symbol(s)])
+        lexemes: list[int] = []
+        special: list[int] = []
+        for s in waiting:
+            if s < 0:
+                k = terminal_symbol(s)
+                (lexemes if parser.is_lexeme[k] else special).append(k)
         #: where a lexeme starting here begins: a lexer state of its own, never reached by bytes
-        self.lex_start = parser.lexer.start(lexemes)
+        self.lex_start = parser.lexer.start(tuple(lexemes))
         #: token id → the terminal ids that match it here
         self.tokens: dict[int, tuple[int, ...]] = {}
-        for s in waiting:
-            if s < 0 and not parser.is_lexeme[k := terminal_symbol(s)]:
-                for token_id in parser.token_ids[k]:
-                    self.tokens[token_id] = self.tokens.get(token_id, ()) + (k,)
+        for k in special:
+            for token_id in parser.token_ids[k]:
+                self.tokens[token_id] = self.tokens.get(token_id, ()) + (k,)
         self.expects = bool(lexemes) or bool(self.tokens)
         #: made by completing into the opaque placeholder: items of the concrete set may be missing
         self.tainted = tainted
