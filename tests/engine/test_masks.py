@@ -204,6 +204,21 @@ def test_suffix_steps_resume_after_each_missing_row(vocab_llama3, monkeypatch, p
     assert any(passes), "no pass stopped at a missing row"
 
 
+def test_earley_sets_that_expect_the_same_lexemes_share_the_lexer_part_of_split_checks(vocab_llama3):
+    """The objects of an array are parsed at different Earley sets, but after each string value
+    the same lexemes are expected: the lexer's part of the split check (`_below_splits`) is
+    computed once, the parser's part per set, and masks stay exact."""
+    schema = {"type": "array", "items": {"type": "object", "properties": {"a": {"type": "string"}}}}
+    compiled = CompiledGrammar(Grammar.from_json_schema(schema), vocab_llama3)  # a fresh cache
+    matcher = compiled.matcher()
+    for text in (b'[{"a": "x', b'"}, {"a": "y', b'"}, {"a": "z'):
+        assert matcher.advance_bytes(text)
+        got = unpack_bitmask(matcher._mask(), vocab_llama3.size)
+        assert np.array_equal(got, brute_force(matcher))
+    keys = [key[0] for key in compiled.cache._data]
+    assert keys.count("below") < keys.count("splits")
+
+
 def test_union_walk_equals_the_walk_of_the_combined_state(vocab_llama3):
     compiled = grammask.compile(Grammar.from_json_schema(OPEN_SCHEMA), vocab_llama3)
     masks, lexer = compiled.masks, compiled.parser.lexer
