@@ -337,6 +337,26 @@ class Parser:
                 out.append((p, dot + 1, o))
                 known[o] = earley_set.origins[o]
 
+    def abstract_key(self, earley_set: EarleySet) -> int | None:
+        """The hash of `earley_set`'s abstract set, without making it (None when the set is its
+        own abstract set): equal for sets with the same abstract set, and almost never otherwise."""
+        found = earley_set.abstract
+        if found is _ITSELF:
+            return None
+        items = self._abstract_items(earley_set) if found is None else found.items
+        if items is None:
+            return None
+        return hash((items, earley_set.tainted))
+
+    def _abstract_items(self, earley_set: EarleySet) -> frozenset[Item] | None:
+        """The items of `earley_set`'s abstract set (None, and noted, when they are its own)."""
+        placeholder = self.placeholder.number
+        items = frozenset((p, d, None if o is None else placeholder) for p, d, o in earley_set.items)
+        if items == earley_set.items:
+            earley_set.abstract = _ITSELF
+            return None
+        return items
+
     def abstract(self, earley_set: EarleySet) -> EarleySet:
         """`earley_set` with every older origin replaced by the placeholder (itself if it has none).
 
@@ -344,11 +364,10 @@ class Parser:
         the placeholder: from there on, sets are tainted."""
         found = earley_set.abstract
         if found is None:
-            placeholder = self.placeholder.number
-            items = frozenset((p, d, None if o is None else placeholder) for p, d, o in earley_set.items)
-            if items == earley_set.items:
-                earley_set.abstract = _ITSELF
+            items = self._abstract_items(earley_set)
+            if items is None:
                 return earley_set
+            placeholder = self.placeholder.number
             found = self._intern_set(items, earley_set.tainted, {placeholder: self.placeholder})
             found.abstract = _ITSELF
             earley_set.abstract = found
