@@ -227,12 +227,12 @@ class Lexer:
         """The successor of `state` on `byte`. A state of several lexemes without a row gets this
         one transition only: a token's bytes need one column each, and a whole product row costs
         about 0.2 ms, for states that token masks (union walks) never ask a row of."""
-        found = self._rows.get(state)
-        if found is not None:
-            return found[byte]
+        if self.expanded[state]:  # read in place: most states a token passes are met once
+            return int(self.table[state, byte])
         pairs = self.pairs(state)
-        if len(pairs) < 2 or self.expanded[state]:
-            return self.row(state)[byte]
+        if len(pairs) < 2:  # the start of one lexeme: its row is a copy
+            self.ensure(np.array([state]))
+            return int(self.table[state, byte])
         key = state << 8 | byte
         target = self._steps.get(key)
         if target is None:
