@@ -310,16 +310,8 @@ class MaskComputer:
             return found
         made = self.parser.complete(earley_set, ended)
         below = self._below_splits(made.lex_start, index, group, digest)
-        tokens, offsets, crossing = below.tokens, below.offsets, below.crossing
-        ok = crossing.ok.copy()
-        unsure = crossing.died & made.tainted
-        entry = crossing.entry[~ok[crossing.entry]]
-        if entry.size:  # lexemes end again inside tokens: the parser decides from here on
-            going = ~ok[crossing.entry]
-            sets, which = self._complete_each([made], np.zeros(len(entry), dtype=np.int64), crossing.ended[going])
-            sub_ok, sub_unsure = self._valid_after(sets, which, tokens[entry], crossing.after[going])
-            ok[entry[sub_ok]] = True
-            unsure[entry[sub_unsure]] = True
+        tokens, offsets = below.tokens, below.offsets
+        ok, unsure = self._valid_after([made], np.zeros(len(tokens), dtype=np.int64), tokens, offsets, below.crossing)
         doubt = unsure & ~ok
         found = (tokens[ok], made.tainted and not below.all_live, tokens[doubt], offsets[doubt])
         self.cache.put(key, found, sum(a.nbytes for a in (found[0], found[2], found[3])))
@@ -598,7 +590,12 @@ class MaskComputer:
         return made, inverse.reshape(-1)
 
     def _valid_after(
-        self, sets: list[EarleySet], which: np.ndarray, tokens: np.ndarray, offsets: np.ndarray
+        self,
+        sets: list[EarleySet],
+        which: np.ndarray,
+        tokens: np.ndarray,
+        offsets: np.ndarray,
+        crossing: _Crossing | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Whether each token's bytes from its offset can follow at the fresh lexeme boundary
         `sets[which[i]]`, and whether a rejection is unsure.
@@ -608,13 +605,14 @@ class MaskComputer:
         valid for one of the lexemes expected there, so the steps stay in single-lexeme blocks and
         no row of several lexemes is built); where a lexeme ends before the token does, the parser
         completes it and the rest goes on to the next level. One step pass per level, however
-        many Earley sets the tokens have reached."""
+        many Earley sets the tokens have reached. `crossing` is the first level's, when known."""
         n = len(tokens)
         ok = np.zeros(n, dtype=bool)
         unsure = np.zeros(n, dtype=bool)
         root = np.arange(n)  # each entry's token, as a position in `tokens`
         while root.size:
-            crossing = self._cross_from(sets, which, tokens[root], offsets)
+            if crossing is None:
+                crossing = self._cross_from(sets, which, tokens[root], offsets)
             ok[root[crossing.ok]] = True
             tainted = np.array([s.tainted for s in sets])[which]
             unsure[root[crossing.died & tainted]] = True  # every lexeme died past the placeholder
@@ -623,6 +621,7 @@ class MaskComputer:
                 break
             sets, which = self._complete_each(sets, which[crossing.entry[going]], crossing.ended[going])
             root, offsets = root[crossing.entry[going]], crossing.after[going]
+            crossing = None
         return ok, unsure
 
     def _cross(self, start: int, tokens: np.ndarray, offsets: np.ndarray) -> _Crossing:
