@@ -568,13 +568,6 @@ class MaskComputer:
         sets, which = self._complete_each([earley_set], np.zeros(len(tokens), dtype=np.int64), states)
         return self._valid_after(sets, which, tokens, offsets)
 
-    def _suffix_valid(
-        self, earley_set: EarleySet, tokens: np.ndarray, offsets: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Whether each token's bytes from its offset (non-empty) can start at the fresh lexeme
-        boundary `earley_set`, and whether a rejection is unsure."""
-        return self._valid_after([earley_set], np.zeros(len(tokens), dtype=np.int64), tokens, offsets)
-
     def _complete_each(
         self, sets: list[EarleySet], which: np.ndarray, states: np.ndarray
     ) -> tuple[list[EarleySet], np.ndarray]:
