@@ -127,6 +127,15 @@ _EMPTY = np.zeros(0, np.int64)
 _SURE = _Unsure((), _EMPTY, _EMPTY, _EMPTY)
 
 
+def _groups(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The position of each distinct label's first occurrence, and each label's group number
+    (without sorting when all labels are equal, the common case)."""
+    if (labels == labels[0]).all():
+        return np.zeros(1, dtype=np.int64), np.zeros(len(labels), dtype=np.int64)
+    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+    return first, inverse.reshape(-1)
+
+
 def _has_bits(packed: np.ndarray, tokens: np.ndarray) -> np.ndarray:
     """Whether each token's bit is set in a packed mask."""
     return (packed.view(np.uint32)[tokens >> 5] >> (tokens & 31).astype(np.uint32)) & 1 == 1
@@ -345,10 +354,7 @@ class MaskComputer:
         """`states` grouped by the lexemes they accept: one state of each group and the positions
         of the group's states. What follows the end of a lexeme depends only on which lexemes
         ended, and many lexer states (every count inside a bounded repeat) end the same ones."""
-        labels = self.lexer.accept_class[states]
-        if (labels == labels[0]).all():
-            return [(int(states[0]), np.arange(len(states)))]
-        _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+        first, inverse = _groups(self.lexer.accept_class[states])
         return [(int(states[i]), np.flatnonzero(inverse == j)) for j, i in enumerate(first.tolist())]
 
     def walk(self, state: int) -> TokenWalk:
@@ -574,13 +580,10 @@ class MaskComputer:
         """The sets made where lexemes that started at `sets[which[i]]` end in lexer state
         `states[i]`: as distinct sets, and the index of each i's. What follows depends only on
         which lexemes ended, and many lexer states end the same ones."""
-        key = which << 32 | self.lexer.accept_class[states]
-        if (key == key[0]).all():
-            return [self.parser.complete(sets[int(which[0])], self.lexer.accepts[int(states[0])])], np.zeros_like(key)
-        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        first, inverse = _groups(which << 32 | self.lexer.accept_class[states])
         accepts = self.lexer.accepts
         made = [self.parser.complete(sets[int(which[i])], accepts[int(states[i])]) for i in first.tolist()]
-        return made, inverse.reshape(-1)
+        return made, inverse
 
     def _valid_after(
         self,
