@@ -246,15 +246,15 @@ class MaskComputer:
         same one (a deeper level of the same structure), the set itself before. The abstract set
         is shared by every depth, but what it cannot see is checked again from the concrete set:
         work wasted at a position reached only once, as most positions of a document are."""
-        shared = self.parser.abstract_key(earley_set)  # a hash: a collision only shares sooner
-        if shared is None:
+        items = self.parser.abstract_items(earley_set)
+        if items is None:
             return earley_set
-        key = ("first", shared)
+        key = ("first", hash((items, earley_set.tainted)))  # a collision only shares sooner
         first = self.cache.get(key)
         if first is None:
             self.cache.put(key, earley_set.number)
             return earley_set
-        return earley_set if first == earley_set.number else self.parser.abstract(earley_set)
+        return earley_set if first == earley_set.number else self.parser.abstract(earley_set, items)
 
     def _abstract_scan(self, abstract: EarleySet, state: int) -> tuple[np.ndarray, _Unsure]:
         """The mask of a scan from an abstract set, and what it is unsure of."""

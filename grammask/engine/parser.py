@@ -337,19 +337,12 @@ class Parser:
                 out.append((p, dot + 1, o))
                 known[o] = earley_set.origins[o]
 
-    def abstract_key(self, earley_set: EarleySet) -> int | None:
-        """The hash of `earley_set`'s abstract set, without making it (None when the set is its
-        own abstract set): equal for sets with the same abstract set, and almost never otherwise."""
+    def abstract_items(self, earley_set: EarleySet) -> frozenset[Item] | None:
+        """The items of `earley_set`'s abstract set, without making it (None, and noted, when the
+        set is its own abstract set)."""
         found = earley_set.abstract
-        if found is _ITSELF:
-            return None
-        items = self._abstract_items(earley_set) if found is None else found.items
-        if items is None:
-            return None
-        return hash((items, earley_set.tainted))
-
-    def _abstract_items(self, earley_set: EarleySet) -> frozenset[Item] | None:
-        """The items of `earley_set`'s abstract set (None, and noted, when they are its own)."""
+        if found is not None:
+            return None if found is _ITSELF else found.items
         placeholder = self.placeholder.number
         items = frozenset((p, d, None if o is None else placeholder) for p, d, o in earley_set.items)
         if items == earley_set.items:
@@ -357,14 +350,15 @@ class Parser:
             return None
         return items
 
-    def abstract(self, earley_set: EarleySet) -> EarleySet:
+    def abstract(self, earley_set: EarleySet, items: frozenset[Item] | None = None) -> EarleySet:
         """`earley_set` with every older origin replaced by the placeholder (itself if it has none).
+        `items` are its `abstract_items`, when the caller has them already.
 
         What text does from the abstract set holds for the concrete one until a completion reaches
         the placeholder: from there on, sets are tainted."""
         found = earley_set.abstract
         if found is None:
-            items = self._abstract_items(earley_set)
+            items = items if items is not None else self.abstract_items(earley_set)
             if items is None:
                 return earley_set
             placeholder = self.placeholder.number
