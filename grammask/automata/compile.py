@@ -10,11 +10,13 @@ states are numbered breadth first from the start, each state's targets taken by 
 point, and byte states follow them: the result is the same for equal languages.
 
 A difference `left − right` (`rx.Difference`: the keys an object may add, "any string but the
-declared names") goes through the same pipeline once, over an NFA of both sides whose subset
-states accept where `left` ends and `right` does not; inside a larger tree, its minimal character
-DFA is laid into that tree's NFA as states.
+declared names") alone is the product of the two sides' cached DFAs (`subtract`): the string body
+on the left is compiled once per process, not once per object. Where that product would be too
+large, or inside a larger tree, it goes through the pipeline once, over an NFA of both sides whose
+subset states accept where `left` ends and `right` does not, and a tree lays that minimal character
+DFA into its own NFA as states.
 
-Two shortcuts skip that pipeline, since most lexemes of a JSON grammar are chains: a run of ASCII
+Two more shortcuts skip that pipeline, since most lexemes of a JSON grammar are chains: a run of ASCII
 classes is a chain of states built directly, and a concatenation whose parts cannot run into each
 other is joined from the parts' cached DFAs (`concat`). Their results are exact and trim, though
 not always minimal.
@@ -36,6 +38,7 @@ from grammask.automata.dfa import START, ByteDFA
 from grammask.automata.expand import expand_utf8
 from grammask.automata.minimise import minimise
 from grammask.automata.nfa import CharDFA, NFABuilder
+from grammask.automata.subtract import subtract_dfas
 from grammask.errors import GrammarError
 from grammask.ir import regex as rx
 from grammask.limits import DEFAULT_LIMITS, Limits, check_deadline, deadline
@@ -52,7 +55,7 @@ _SUBSET_SLACK = 2
 
 
 def compile_regex(node: rx.RegexNode, *, limits: Limits = DEFAULT_LIMITS) -> ByteDFA:
-    """A trim DFA (minimal but for joined concatenations) accepting exactly the UTF-8 encodings of
+    """A trim DFA (minimal but for joined concatenations and differences) accepting exactly the UTF-8 encodings of
     the strings `node` matches.
 
     Raises `GrammarError` when the tree (bounded repeats expanded) is over `limits.max_regex_size`,
@@ -120,12 +123,26 @@ def _build(node: rx.RegexNode, limits: Limits) -> ByteDFA:
         )
     check_deadline("building a lexeme's automaton")
     if isinstance(node, rx.Difference):
+        subtracted = _subtract(node, limits)
+        if subtracted is not None:
+            return subtracted
         dfa = _difference(node, limits)
     else:
         dfa = _char_dfa(NFABuilder(node, differences=lambda d: _difference(d, limits)), limits)
     return expand_utf8(
         dfa.rows, dfa.accepting, dfa.atom_ranges, limits.max_dfa_states, lambda: _too_many_states(limits)
     )
+
+
+def _subtract(node: rx.Difference, limits: Limits) -> ByteDFA | None:
+    """`left − right` as a product of the two sides' DFAs (the left one, a string body, is usually
+    cached already), or None where a side alone is over a limit or the product is too large; the
+    one subset construction over both sides decides those cases."""
+    try:
+        left, right = compile_regex(node.left, limits=limits), compile_regex(node.right, limits=limits)
+    except GrammarError:
+        return None
+    return subtract_dfas(left, right, limits.max_dfa_states)
 
 
 def _too_many_states(limits: Limits) -> GrammarError:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from grammask.automata.dfa import START, ByteDFA
+from grammask.automata.dfa import DEAD, START, ByteDFA
 
 __all__ = ["concat_dfas"]
 
@@ -29,7 +29,7 @@ def concat_dfas(parts: Sequence[ByteDFA], max_states: int) -> ByteDFA | None:
     is ambiguous (some byte could both continue a left string and start the right one), a part
     accepts nothing, or the result would have more than `max_states` states. The parts must be
     trim, as `compile_regex` makes them."""
-    if not parts or not all(part.accepting.any() for part in parts):
+    if not parts or any(part.accepting_states.size == 0 for part in parts):
         return None
     # Room for every part's states; the joined automaton may use fewer (merged or dropped starts).
     table = np.zeros((sum(part.n_states for part in parts), 256), dtype=np.int32)
@@ -37,32 +37,35 @@ def concat_dfas(parts: Sequence[ByteDFA], max_states: int) -> ByteDFA | None:
     size = parts[0].n_states
     table[:size] = parts[0].transitions
     accepting[:size] = parts[0].accepting
-    ends = np.flatnonzero(accepting[:size])  # where the parts joined so far may end
+    ends = parts[0].accepting_states  # where the parts joined so far may end
     for part in parts[1:]:
-        first_row = part.transitions[START]
-        first = np.flatnonzero(first_row)
+        first = part.first_bytes
         rows_at_ends = table[ends]
         if rows_at_ends[:, first].any():
             return None
+        # The right part's states are renumbered by one shift: those from `kept` on follow the
+        # states so far, and its start becomes the one end (when nothing goes on from it), a
+        # state of its own (when the part comes back to its start), or is dropped.
         n = part.n_states
-        new_id = np.zeros(n, dtype=np.int32)
+        shift = size - 2
         if len(ends) == 1 and not rows_at_ends.any():
-            # One end with nothing after it: it *is* the right part's start.
-            new_id[START] = ends[0]
-            kept = 2
-        elif (part.transitions[1:] == START).any():
-            # The right part comes back to its start: keep that start as a state of its own.
-            kept = 1
+            kept, start = 2, int(ends[0])
+        elif part.start_reentered:
+            kept, shift, start = 1, size - 1, size
         else:
-            kept = 2
-        new_id[kept:] = np.arange(size, size + n - kept, dtype=np.int32)
+            kept, start = 2, 0  # nothing leads to the start: its number is never read
         if size + n - kept > max_states:
             return None
-        table[size : size + n - kept] = new_id[part.transitions[kept:]]
+        new_id = np.arange(shift, shift + n, dtype=np.int32)
+        new_id[DEAD], new_id[START] = DEAD, start
+        new_id.take(part.transitions[kept:], out=table[size : size + n - kept])
         accepting[size : size + n - kept] = part.accepting[kept:]
-        size += n - kept
-        table[ends[:, None], first[None, :]] = new_id[first_row[first]]
+        targets = part.transitions[START, first]
+        table[ends[:, None], first[None, :]] = new_id.take(targets)
         accepting[ends] = part.accepting[START]
-        right_ends = new_id[kept:][part.accepting[kept:]]
-        ends = np.union1d(ends, right_ends) if part.accepting[START] else right_ends
-    return ByteDFA(table[:size].copy(), accepting[:size].copy())
+        right_ends = part.accepting_states[part.accepting_states >= kept] + shift
+        ends = np.concatenate((ends, right_ends)) if part.accepting[START] else right_ends
+        size += n - kept
+    # Views, not copies: the rows left unused (at most two per part) cost less than copying a
+    # table too large for the allocator to reuse.
+    return ByteDFA(table[:size], accepting[:size])

@@ -49,6 +49,26 @@ class ByteDFA:
         return bool(self.accepting[state])
 
     @cached_property
+    def accepting_states(self) -> np.ndarray:
+        """int [k]: the accepting states, ascending."""
+        return np.flatnonzero(self.accepting)
+
+    @cached_property
+    def first_bytes(self) -> np.ndarray:
+        """int [k]: the bytes that leave the start state for a live state, ascending."""
+        return np.flatnonzero(self.transitions[START])
+
+    @cached_property
+    def start_reentered(self) -> bool:
+        """Whether some transition leads back to the start state."""
+        return bool((self.transitions[START:] == START).any())
+
+    @cached_property
+    def successors(self) -> tuple[tuple[int, ...], ...]:
+        """Per state, the states other than dead that one byte leads to, ascending."""
+        return tuple(tuple(t for t in np.unique(row).tolist() if t != DEAD) for row in self.transitions)
+
+    @cached_property
     def live(self) -> np.ndarray:
         """bool [n_states]: states from which some accepting state can be reached."""
         n = self.n_states
