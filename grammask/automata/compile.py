@@ -110,7 +110,8 @@ def _build(node: rx.RegexNode, limits: Limits) -> ByteDFA:
         parts: list[ByteDFA] = []
         for ascii, group in groupby(node.items, _is_ascii):
             if ascii:
-                parts.append(_ascii_chain(list(group)))
+                classes = list(group)  # one class (punctuation) is cached, a run (a name) is built
+                parts.append(compile_regex(classes[0], limits=limits) if len(classes) == 1 else _ascii_chain(classes))
             else:
                 parts.extend(compile_regex(item, limits=limits) for item in group)
         joined = concat_dfas(parts, limits.max_dfa_states)
