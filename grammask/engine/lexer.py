@@ -180,10 +180,9 @@ class Lexer:
             while base + n > len(self.expanded):
                 self._grow()
             block = slice(base + 1, base + n)
-            rows = self.table[block]  # in place: no temporary the size of the block
-            rows[...] = dfa.transitions[1:]
-            rows += base
-            rows *= dfa.transitions[1:] > 0  # the dead state stays 0
+            # Shifted in place, into rows never written (zeros), so the dead state stays 0.
+            source = dfa.transitions[1:]
+            np.add(source, base, out=self.table[block], where=source > 0)
             self.expanded[block] = True
             self.accepting[block] = dfa.accepting[1:]
             self._owner[block] = terminal
