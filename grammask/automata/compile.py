@@ -16,10 +16,10 @@ large, or inside a larger tree, it goes through the pipeline once, over an NFA o
 subset states accept where `left` ends and `right` does not, and a tree lays that minimal character
 DFA into its own NFA as states.
 
-Two more shortcuts skip that pipeline, since most lexemes of a JSON grammar are chains: a run of ASCII
-classes is a chain of states built directly, and a concatenation whose parts cannot run into each
-other is joined from the parts' cached DFAs (`concat`). Their results are exact and trim, though
-not always minimal.
+Two more shortcuts skip that pipeline, since most lexemes of a JSON grammar are chains: a run of
+ASCII classes is a chain of states built directly, and a concatenation whose parts cannot run into
+each other is joined from the parts' cached DFAs (`concat`). Their results, like a difference's
+product, are exact and trim, though not always minimal.
 """
 
 from __future__ import annotations
@@ -55,8 +55,8 @@ _SUBSET_SLACK = 2
 
 
 def compile_regex(node: rx.RegexNode, *, limits: Limits = DEFAULT_LIMITS) -> ByteDFA:
-    """A trim DFA (minimal but for joined concatenations and differences) accepting exactly the UTF-8 encodings of
-    the strings `node` matches.
+    """A trim DFA (minimal but for joined concatenations and differences) accepting exactly the
+    UTF-8 encodings of the strings `node` matches.
 
     Raises `GrammarError` when the tree (bounded repeats expanded) is over `limits.max_regex_size`,
     or the automaton needs more than `limits.max_dfa_states` states. Results are cached by node
