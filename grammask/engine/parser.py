@@ -40,7 +40,7 @@ from grammask.ir.normalise import BNF, terminal_symbol
 from grammask.limits import Limits, check_deadline
 from grammask.lru import OBJECT_BYTES, LRUCache
 
-__all__ = ["Config", "EarleySet", "Parser"]
+__all__ = ["Config", "EarleySet", "Parser", "nullable_nonterminals"]
 
 #: Estimated bytes of one Earley item (a tuple, its hash-table slots in the set and its index) and
 #: of one Earley set or config object with its tables, for `Parser.nbytes`.
@@ -140,6 +140,32 @@ def _placeholder(number: int) -> EarleySet:
 _ITSELF = EarleySet.__new__(EarleySet)
 
 
+def nullable_nonterminals(lhs: list[int], rhs: list[tuple[int, ...]], n: int) -> list[bool]:
+    """Per nonterminal, whether it derives the empty string; in time linear in the grammar: a
+    production becomes nullable once the last of its symbols does (one with a terminal never does)."""
+    nullable = [False] * n
+    remaining = [len(body) for body in rhs]
+    users: list[list[int]] = [[] for _ in range(n)]  # per nonterminal, the productions using it
+    ready = []
+    for p, body in enumerate(rhs):
+        if any(s < 0 for s in body):
+            continue
+        for s in body:
+            users[s].append(p)
+        if not body:
+            ready.append(lhs[p])
+    while ready:
+        symbol = ready.pop()
+        if nullable[symbol]:
+            continue
+        nullable[symbol] = True
+        for p in users[symbol]:
+            remaining[p] -= 1
+            if not remaining[p]:
+                ready.append(lhs[p])
+    return nullable
+
+
 class _Lexemes:
     """The DFAs of a grammar's lexemes, compiled once each (apart from the parser, so that the lexer
     that asks for them holds no reference back to it: a dropped grammar is freed at once)."""
@@ -207,14 +233,7 @@ class Parser:
         by_lhs: list[list[int]] = [[] for _ in range(n)]
         for p, lhs in enumerate(self.lhs):
             by_lhs[lhs].append(p)
-        nullable = [False] * n
-        changed = True
-        while changed:
-            changed = False
-            for p, lhs in enumerate(self.lhs):
-                if not nullable[lhs] and all(s >= 0 and nullable[s] for s in self.rhs[p]):
-                    nullable[lhs] = changed = True
-        self.nullable = nullable
+        self.nullable = nullable_nonterminals(self.lhs, self.rhs, n)
         self.by_lhs = by_lhs
         self._predicted: dict[int, frozenset[Item]] = {}
 

@@ -1,7 +1,10 @@
 """The Earley parser over lexemes, checked on whole texts (no vocabulary)."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from grammask.engine.parser import nullable_nonterminals
 from grammask.engine.recognize import accepts, accepts_prefix, parser_for
 from grammask.errors import GrammarError
 from grammask.ir import regex as rx
@@ -81,3 +84,20 @@ def test_prefix_never_dead_ends():
     grammar = Grammar({"root": alt(seq(literal("a"), ref("b")), literal("c")), "b": seq(literal("b"), ref("b"))})
     assert not accepts_prefix(grammar, "a")
     assert accepts(grammar, "c")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 5), st.lists(st.integers(-2, 5), max_size=3).map(tuple)), min_size=1, max_size=14)
+)
+def test_nullable_nonterminals_are_the_least_fixpoint(productions: list[tuple[int, tuple[int, ...]]]) -> None:
+    lhs = [a for a, _ in productions]
+    rhs = [b for _, b in productions]
+    expected = [False] * 6
+    changed = True
+    while changed:  # the definition, iterated to a fixpoint
+        changed = False
+        for a, body in productions:
+            if not expected[a] and all(s >= 0 and expected[s] for s in body):
+                expected[a] = changed = True
+    assert nullable_nonterminals(lhs, rhs, 6) == expected
