@@ -168,8 +168,9 @@ def char_class(ranges, *, negate: bool = False) -> CharClass:
 ANY_CHAR = char_class([(0, MAX_CODEPOINT)])
 
 
+@lru_cache(maxsize=4096)
 def literal(text: str) -> RegexNode:
-    """Exactly `text`."""
+    """Exactly `text` (shared: a schema spells the same names and punctuation again and again)."""
     return concat(*map(_character, text))
 
 
