@@ -395,8 +395,8 @@ class MaskComputer:
     def _widest_slice(self, state: int) -> TokenSlice | None:
         """The widest JSON-string slice whose every text keeps the lexer alive from `state`."""
         slices = self.tables.json_string
-        row = self.lexer.row(state)
-        if not all(row[b] for b in slices[0].probe):  # most states fail on a common byte
+        step = self.lexer.step  # in place: a row copied out for a few bytes costs more than them
+        if not all(step(state, b) for b in slices[0].probe):  # most states fail on a common byte
             return None
         limit = slices[1].max_len or 0
         table = slices[0].dfa.transitions
