@@ -168,9 +168,8 @@ def char_class(ranges, *, negate: bool = False) -> CharClass:
 ANY_CHAR = char_class([(0, MAX_CODEPOINT)])
 
 
-@lru_cache(maxsize=4096)
 def literal(text: str) -> RegexNode:
-    """Exactly `text` (shared: a schema spells the same names and punctuation again and again)."""
+    """Exactly `text`."""
     return concat(*map(_character, text))
 
 
