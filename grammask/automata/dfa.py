@@ -55,7 +55,7 @@ class ByteDFA:
 
     @cached_property
     def first_bytes(self) -> np.ndarray:
-        """int [k]: the bytes that leave the start state for a live state, ascending."""
+        """int [k]: the bytes on which the start state goes to a state other than dead, ascending."""
         return np.flatnonzero(self.transitions[START])
 
     @cached_property
