@@ -4,8 +4,7 @@ property tests against Python's `re` (full match and search) and the `regex` mod
 import re
 
 import pytest
-import regex
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from grammask.automata import compile_regex
@@ -369,10 +368,12 @@ def test_search_agrees_with_re(
 
 @FAST
 @given(patterns(("\\d", "\\w", "\\D", "\\W"), dot=False), st.lists(TEXT, max_size=6))
-def test_ecma_agrees_with_regex_module(case: tuple[str, str | None], texts: list[str]) -> None:
-    # Without `.` and `\s`, ECMA semantics are those of the `regex` module's ASCII mode.
+@example(("(?:[^a]|[^b])", "b"), [])
+def test_ecma_agrees_with_re_ascii(case: tuple[str, str | None], texts: list[str]) -> None:
+    # Without `.` and `\s`, ECMA semantics are those of Python's `re` in ASCII mode. (Not the
+    # `regex` module's: regex 2026.5.9 finds no full match of `(?:[^a]|[^b])` in "b".)
     pattern, example = case
     dfa = compile_regex(parse_regex(pattern, flavor="ecma"))
     for text in texts + [example] * (example is not None):
-        expected = regex.fullmatch(pattern, text, flags=regex.ASCII) is not None
+        expected = re.fullmatch(pattern, text, flags=re.ASCII) is not None
         assert dfa.matches(text.encode()) == expected, (pattern, text)
