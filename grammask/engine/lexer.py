@@ -126,7 +126,7 @@ class Lexer:
             firsts, starts = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int32)]
             with self._lock:
                 for k, _ in self.pairs(state):
-                    first = np.flatnonzero(self._dfa(k).transitions[1])
+                    first = self._dfa(k).first_bytes
                     firsts.append(first)
                     starts.append(np.full(len(first), self._intern(((k, 1),), True), dtype=np.int32))
             data = np.concatenate(firsts)
