@@ -256,9 +256,10 @@ def warm_up() -> None:
     lengths.flags.writeable = False
     starts = np.zeros(1, dtype=np.int64)
     starts.flags.writeable = False
+    slice_table = np.zeros((2, 256), dtype=np.int32)
+    slice_table.flags.writeable = False  # a `ByteDFA`'s table, as every real call passes
     slice_depth(
-        1, 1, np.zeros((2, 256), dtype=np.int32), np.zeros((2, 256), dtype=np.int32), np.ones(2, dtype=bool), 4,
-        np.zeros(4, dtype=np.int64),
+        1, 1, slice_table, np.zeros((2, 256), dtype=np.int32), np.ones(2, dtype=bool), 4, np.zeros(4, dtype=np.int64)
     )  # fmt: skip
     step_suffixes(
         one, one.copy(), np.ones(1, dtype=np.int32), np.ones(1, dtype=bool), np.zeros((2, 256), dtype=np.int32),

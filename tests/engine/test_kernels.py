@@ -1,0 +1,31 @@
+"""The compiled kernels: warmed up once per process, with the argument types real masks pass."""
+
+import pytest
+
+import grammask
+from grammask.engine import kernels
+from grammask.engine.tables import tables_for
+
+pytestmark = pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
+
+
+def test_warm_up_covers_every_call_masks_make(vocab_llama3):
+    """Masks that run every kernel (a free string's slice probe, trie walks, steps across lexeme
+    boundaries) add no specialisation to what `warm_up` compiled: a new one would be compiled, or
+    loaded from numba's cache, inside a decoding step (half a second on a fresh machine)."""
+    tables_for(vocab_llama3)  # warms the kernels up
+    warmed = {name: len(function.signatures) for name, function in kernels._jitted.items()}
+    assert set(warmed) == {"walk_trie", "step_suffixes", "slice_depth"}
+    schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 20}, "tags": {"type": "array"}}}
+    compiled = grammask.compile(grammask.Grammar.from_json_schema(schema), vocab_llama3)
+    matcher = compiled.matcher()
+    bitmask = grammask.allocate_bitmask(1, vocab_llama3.size)
+    data, position = b'{"name": "Alice", "tags": [1, "x"]}', 0
+    while position < len(data):  # longest tokens: every kernel runs on the way
+        matcher.fill_bitmask(bitmask)
+        token, length = compiled.masks.longest_token_at(data, position)
+        assert matcher.advance(token)
+        position += length
+    matcher.fill_bitmask(bitmask)
+    assert matcher.can_finish()
+    assert {name: len(function.signatures) for name, function in kernels._jitted.items()} == warmed
