@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["AVAILABLE", "slice_depth", "step_suffixes", "walk_trie", "warm_up"]
+__all__ = ["AVAILABLE", "cross_tokens", "slice_depth", "walk_trie", "warm_up"]
 
 #: Whether numba is installed (and not turned off by GRAMMASK_NO_JIT). numba itself is imported at
 #: the first walk, not with grammask: it loads llvmlite, which breaks the module scan vLLM's CPU
@@ -95,66 +95,67 @@ def _walk_trie(
     return n_split, n_pending
 
 
-def _step_suffixes(
+def _cross_tokens(
     tokens: np.ndarray,
-    positions: np.ndarray,
-    states: np.ndarray,
-    todo: np.ndarray,
+    offsets: np.ndarray,
+    lo: np.ndarray,
+    counts: np.ndarray,
+    starts: np.ndarray,
     table: np.ndarray,
     expanded: np.ndarray,
     accepting: np.ndarray,
     flat_bytes: np.ndarray,
     token_start: np.ndarray,
     token_len: np.ndarray,
-    ok: np.ndarray,
-    died: np.ndarray,
-    split_index: np.ndarray,
-    split_position: np.ndarray,
-    split_state: np.ndarray,
-    n_split: int,
-    missing: np.ndarray,
-) -> tuple[int, int]:
-    """Step the bytes of each token `i` still `todo` through the lexer, from lexer state
-    `states[i]` at byte `positions[i]`.
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Step the bytes of each token `tokens[i]`, from byte `offsets[i]` on, through each lexeme
+    its next byte can begin: from each lexer state `starts[lo[i] : lo[i] + counts[i]]`.
 
-    Sets `ok[i]` when the lexer stays alive to the token's end, `died[i]` when it dies on the way,
-    and lists (from `n_split` on) every position before the end where a lexeme is complete (the
-    token's index, the position after the lexeme, the lexer state there). A token that needs a
-    row not computed yet stops there, its state and position kept and its `todo` left set, and
-    the state goes to `missing` (as many as fit). Returns (number listed, number missing)."""
+    Returns `(ok, died, entry, after, ended, missing)`: `ok[i]` when some lexeme stays alive to
+    the token's end, `died[i]` when every one dies on the way (or there is none), and every
+    position before the end where a lexeme is complete, as (i, the position after the lexeme,
+    the lexer state there), token by token. Where a state on the way has no row yet, `missing`
+    lists such states and the rest is not meaningful: the caller computes them and calls again."""
+    n = len(tokens)
+    ok = np.zeros(n, dtype=np.bool_)
+    died = np.zeros(n, dtype=np.bool_)
+    capacity = 0
+    for i in range(n):
+        capacity += counts[i] * (token_len[tokens[i]] - offsets[i])
+    entry = np.empty(capacity, dtype=np.int64)
+    after = np.empty(capacity, dtype=np.int64)
+    ended = np.empty(capacity, dtype=np.int32)
+    missing = np.empty(capacity, dtype=np.int64)
+    n_split = 0
     n_missing = 0
-    for i in range(len(tokens)):
-        if not todo[i]:
-            continue
+    for i in range(n):
         token = tokens[i]
         base = token_start[token]
         end = token_len[token]
-        position = positions[i]
-        state = states[i]
-        while True:
-            if not expanded[state]:
-                positions[i] = position
-                states[i] = state
-                if n_missing < len(missing):
+        n_died = 0
+        for j in range(lo[i], lo[i] + counts[i]):
+            state = starts[j]
+            position = offsets[i]
+            while True:
+                if not expanded[state]:
                     missing[n_missing] = state
                     n_missing += 1
-                break
-            state = table[state, flat_bytes[base + position]]
-            position += 1
-            if state == 0:
-                died[i] = True
-                todo[i] = False
-                break
-            if position == end:
-                ok[i] = True
-                todo[i] = False
-                break
-            if accepting[state]:
-                split_index[n_split] = i
-                split_position[n_split] = position
-                split_state[n_split] = state
-                n_split += 1
-    return n_split, n_missing
+                    break
+                state = table[state, flat_bytes[base + position]]
+                position += 1
+                if state == 0:
+                    n_died += 1
+                    break
+                if position == end:
+                    ok[i] = True
+                    break
+                if accepting[state]:
+                    entry[n_split] = i
+                    after[n_split] = position
+                    ended[n_split] = state
+                    n_split += 1
+        died[i] = n_died == counts[i]
+    return ok, died, entry[:n_split], after[:n_split], ended[:n_split], missing[:n_missing]
 
 
 def _slice_depth(
@@ -227,9 +228,9 @@ def walk_trie(*args: Any) -> tuple[int, int]:
     return _jit("walk_trie", _walk_trie)(*args)
 
 
-def step_suffixes(*args: Any) -> tuple[int, int]:
-    """`_step_suffixes`, compiled."""
-    return _jit("step_suffixes", _step_suffixes)(*args)
+def cross_tokens(*args: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """`_cross_tokens`, compiled."""
+    return _jit("cross_tokens", _cross_tokens)(*args)
 
 
 def slice_depth(*args: Any) -> tuple[int, int]:
@@ -261,8 +262,7 @@ def warm_up() -> None:
     slice_depth(
         1, 1, slice_table, np.zeros((2, 256), dtype=np.int32), np.ones(2, dtype=bool), 4, np.zeros(4, dtype=np.int64)
     )  # fmt: skip
-    step_suffixes(
-        one, one.copy(), np.ones(1, dtype=np.int32), np.ones(1, dtype=bool), np.zeros((2, 256), dtype=np.int32),
-        np.ones(2, dtype=bool), np.zeros(2, dtype=bool), data, starts, lengths, np.zeros(1, dtype=bool),
-        np.zeros(1, dtype=bool), one.copy(), one.copy(), np.zeros(1, dtype=np.int32), 0, one.copy(),
+    cross_tokens(
+        one, one, one, one, np.ones(1, dtype=np.int32), np.zeros((2, 256), dtype=np.int32), np.ones(2, dtype=bool),
+        np.zeros(2, dtype=bool), data, starts, lengths,
     )  # fmt: skip

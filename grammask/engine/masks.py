@@ -40,8 +40,6 @@ _SLICE_PAIRS = 2048
 #: combined cost ~0.3 ms each); past them it settles for what it has proven.
 _SLICE_ROWS = 64
 _SLICE_PAIRS_NUMPY = 48
-#: Lexer rows one pass of `kernels.step_suffixes` may ask for before the steps go on.
-_STEP_ROWS = 256
 
 __all__ = ["MaskComputer", "Splits", "TokenWalk"]
 
@@ -645,56 +643,32 @@ class MaskComputer:
         self, lo: np.ndarray, counts: np.ndarray, starts: np.ndarray, tokens: np.ndarray, offsets: np.ndarray
     ) -> _Crossing:
         """Step each token from `starts[lo[i] : lo[i] + counts[i]]`, the start states of the
-        lexemes its next byte can begin, one by one."""
+        lexemes its next byte can begin, one by one (compiled when numba is installed, with numpy
+        otherwise)."""
+        if kernels.AVAILABLE:
+            trie, lexer = self.trie, self.lexer
+            while True:
+                *found, missing = kernels.cross_tokens(
+                    tokens, offsets, lo, counts, starts, lexer.table, lexer.expanded, lexer.accepting,
+                    trie.flat_bytes, trie.token_start, trie.token_len,
+                )  # fmt: skip
+                if not missing.size:
+                    return _Crossing(*found)
+                lexer.ensure(missing)  # rows the steps need: compute them and step again
         owner = np.repeat(np.arange(len(tokens)), counts)
         states = starts[np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(len(owner))]
-        ok_each, died_each, (index, after, ended) = self._step(tokens[owner], offsets[owner], states)
+        ok_each, died_each, (index, after, ended) = self._step_numpy(tokens[owner], offsets[owner], states)
         ok = np.zeros(len(tokens), dtype=bool)
         ok[owner[ok_each]] = True
         died = np.bincount(owner[died_each], minlength=len(tokens)) == counts
         return _Crossing(ok, died, owner[index], after, ended)
 
-    def _step(
+    def _step_numpy(
         self, tokens: np.ndarray, offsets: np.ndarray, states: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """Step each token's bytes from its offset through the lexer from `states[i]`: whether the
         lexer stays alive to its end, whether it dies on the way, and every position before the
-        end where a lexeme is complete, as (entry, position after the lexeme, lexer state there)
-        (compiled when numba is installed, with numpy otherwise)."""
-        if kernels.AVAILABLE:
-            return self._step_compiled(tokens, offsets, states)
-        return self._step_numpy(tokens, offsets, states)
-
-    def _step_compiled(
-        self, tokens: np.ndarray, offsets: np.ndarray, states: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        trie, lexer = self.trie, self.lexer
-        n = len(tokens)
-        capacity = int((trie.token_len[tokens] - offsets).sum())
-        split_index = np.empty(capacity, dtype=np.int64)
-        split_position = np.empty(capacity, dtype=np.int64)
-        split_state = np.empty(capacity, dtype=np.int32)
-        positions = offsets.astype(np.int64)  # a copy: the kernel moves it on
-        states = states.copy()
-        todo = np.ones(n, dtype=bool)
-        ok = np.zeros(n, dtype=bool)
-        died = np.zeros(n, dtype=bool)
-        missing = np.empty(_STEP_ROWS, dtype=np.int64)
-        count = 0
-        while True:
-            count, n_missing = kernels.step_suffixes(
-                tokens, positions, states, todo, lexer.table, lexer.expanded, lexer.accepting,
-                trie.flat_bytes, trie.token_start, trie.token_len, ok, died,
-                split_index, split_position, split_state, count, missing,
-            )  # fmt: skip
-            if not n_missing:
-                break
-            lexer.ensure(missing[:n_missing])  # rows the steps need: compute them, go on from there
-        return ok, died, (split_index[:count], split_position[:count], split_state[:count])
-
-    def _step_numpy(
-        self, tokens: np.ndarray, offsets: np.ndarray, states: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        end where a lexeme is complete, as (entry, position after the lexeme, lexer state there)."""
         trie, lexer = self.trie, self.lexer
         ok = np.zeros(len(tokens), dtype=bool)
         died = np.zeros(len(tokens), dtype=bool)

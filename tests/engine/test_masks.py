@@ -185,23 +185,22 @@ def test_several_alive_lexemes_masks_equal_brute_force(vocab_llama3, prefix):
 
 @pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
 @pytest.mark.parametrize("prefix", [b"{", b'{"name": "'])
-def test_suffix_steps_resume_after_each_missing_row(vocab_llama3, monkeypatch, prefix):
-    """With room for one missing lexer row per pass, tokens stop and resume many times: the
-    masks stay exact. (Which prefixes reach rows not built yet depends on the lexemes' DFAs:
-    inside a string value closed by `","` and the next key, they do.)"""
-    monkeypatch.setattr(masks_module, "_STEP_ROWS", 1)
-    passes = []
-    step = kernels.step_suffixes
+def test_crossings_step_again_after_missing_rows(vocab_llama3, monkeypatch, prefix):
+    """Tokens that cross into lexemes whose rows are not built yet make the compiled crossing
+    ask for those rows, which are built before it steps again: the masks stay exact. (Inside a
+    string value closed by `","` and the next key, the next key's start has no row yet.)"""
+    calls = []
+    cross = kernels.cross_tokens
 
     def counted(*args):
-        found = step(*args)
-        passes.append(found[1])
+        found = cross(*args)
+        calls.append(found[-1].size)
         return found
 
-    monkeypatch.setattr(kernels, "step_suffixes", counted)
+    monkeypatch.setattr(kernels, "cross_tokens", counted)
     compiled = CompiledGrammar(Grammar.from_json_schema(OPEN_SCHEMA), vocab_llama3)  # fresh: no rows yet
     assert_mask_is_brute_force(compiled, prefix)
-    assert any(passes), "no pass stopped at a missing row"
+    assert any(calls), "no crossing met a missing row"
 
 
 def test_earley_sets_that_expect_the_same_lexemes_share_the_lexer_part_of_split_checks(vocab_llama3):
