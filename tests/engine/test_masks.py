@@ -16,7 +16,6 @@ from grammask import assets
 from grammask.bitmask import unpack_bitmask
 from grammask.compiler import CompiledGrammar
 from grammask.engine import kernels
-from grammask.engine import masks as masks_module
 from grammask.grammar import Grammar
 from grammask.ir import regex as rx
 from grammask.ir.grammar import alt, lex, literal, opt, ref, seq, star, token
