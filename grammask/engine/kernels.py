@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["AVAILABLE", "cross_tokens", "slice_depth", "walk_trie", "warm_up"]
+__all__ = ["AVAILABLE", "cross_tokens", "slice_depth", "tokens_below", "walk_trie", "warm_up"]
 
 #: Whether numba is installed (and not turned off by GRAMMASK_NO_JIT). numba itself is imported at
 #: the first walk, not with grammask: it loads llvmlite, which breaks the module scan vLLM's CPU
@@ -158,6 +158,49 @@ def _cross_tokens(
     return ok, died, entry[:n_split], after[:n_split], ended[:n_split], missing[:n_missing]
 
 
+def _tokens_below(
+    nodes: np.ndarray,
+    first_child: np.ndarray,
+    child_end: np.ndarray,
+    edge: np.ndarray,
+    end_lo: np.ndarray,
+    below_hi: np.ndarray,
+    depth: np.ndarray,
+    sorted_tokens: np.ndarray,
+    bounds: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
+    """The tokens below trie `nodes` (a lexeme ends at each) whose next byte can begin a lexeme,
+    as `cross_tokens` takes them: `(tokens, offsets, lo, counts, all_live)`, where `offsets[i]`
+    is the length of the node's prefix, and `bounds[b] : bounds[b + 1]` the range of start states
+    of the lexemes byte `b` can begin. `all_live` tells whether every child byte can begin one."""
+    n = 0
+    for node in nodes:
+        for child in range(first_child[node], child_end[node]):
+            if bounds[edge[child] + 1] > bounds[edge[child]]:
+                n += below_hi[child] - end_lo[child]
+    tokens = np.empty(n, dtype=np.int64)
+    offsets = np.empty(n, dtype=np.int64)
+    lo = np.empty(n, dtype=np.int64)
+    counts = np.empty(n, dtype=np.int64)
+    all_live = True
+    k = 0
+    for node in nodes:
+        for child in range(first_child[node], child_end[node]):
+            first = bounds[edge[child]]
+            count = bounds[edge[child] + 1] - first
+            if count == 0:
+                all_live = False
+                continue
+            offset = depth[child] - 1
+            for j in range(end_lo[child], below_hi[child]):
+                tokens[k] = sorted_tokens[j]
+                offsets[k] = offset
+                lo[k] = first
+                counts[k] = count
+                k += 1
+    return tokens, offsets, lo, counts, all_live
+
+
 def _slice_depth(
     start: int,
     limit: int,
@@ -233,6 +276,11 @@ def cross_tokens(*args: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nda
     return _jit("cross_tokens", _cross_tokens)(*args)
 
 
+def tokens_below(*args: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
+    """`_tokens_below`, compiled."""
+    return _jit("tokens_below", _tokens_below)(*args)
+
+
 def slice_depth(*args: Any) -> tuple[int, int]:
     """`_slice_depth`, compiled."""
     return _jit("slice_depth", _slice_depth)(*args)
@@ -262,6 +310,9 @@ def warm_up() -> None:
     slice_depth(
         1, 1, slice_table, np.zeros((2, 256), dtype=np.int32), np.ones(2, dtype=bool), 4, np.zeros(4, dtype=np.int64)
     )  # fmt: skip
+    depth = np.ones(1, dtype=np.int32)
+    depth.flags.writeable = False
+    tokens_below(one, one, one, np.zeros(1, dtype=np.int32), one, one, depth, tokens, np.zeros(257, dtype=np.int64))
     cross_tokens(
         one, one, one, one, np.ones(1, dtype=np.int32), np.zeros((2, 256), dtype=np.int32), np.ones(2, dtype=bool),
         np.zeros(2, dtype=bool), data, starts, lengths,

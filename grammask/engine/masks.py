@@ -333,18 +333,24 @@ class MaskComputer:
         found = self.cache.get(key)
         if found is not None:
             return found
-        trie = index.trie
-        lo, hi = index.first_child[group], index.child_end[group]
-        counts = hi - lo
-        children = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
-        bounds, _ = self.lexer.starts_by_byte(start)
-        first = index.byte[children].astype(np.int64)
-        live = bounds[first + 1] > bounds[first]
-        kept = children[live]
-        lo, hi = index.end_lo[kept], index.below_hi[kept]
-        tokens = self._tokens_in(trie, lo, hi)
-        offsets = np.repeat(trie.depth[kept].astype(np.int64) - 1, hi - lo)
-        found = _Below(tokens, offsets, bool(live.all()), self._cross(start, tokens, offsets))
+        bounds, starts = self.lexer.starts_by_byte(start)
+        if kernels.AVAILABLE:
+            tokens, offsets, lo, counts, all_live = kernels.tokens_below(
+                group, index.first_child, index.child_end, index.byte, index.end_lo, index.below_hi,
+                index.trie.depth, index.trie.sorted_tokens, bounds,
+            )  # fmt: skip
+            found = _Below(tokens, offsets, all_live, self._cross_starts(lo, counts, starts, tokens, offsets))
+        else:
+            lo, hi = index.first_child[group], index.child_end[group]
+            counts = hi - lo
+            children = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+            first = index.byte[children].astype(np.int64)
+            live = bounds[first + 1] > bounds[first]
+            kept = children[live]
+            lo, hi = index.end_lo[kept], index.below_hi[kept]
+            tokens = self._tokens_in(index.trie, lo, hi)
+            offsets = np.repeat(index.trie.depth[kept].astype(np.int64) - 1, hi - lo)
+            found = _Below(tokens, offsets, bool(live.all()), self._cross(start, tokens, offsets))
         self.cache.put(key, found, found.nbytes)
         return found
 

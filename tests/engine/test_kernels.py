@@ -15,7 +15,7 @@ def test_warm_up_covers_every_call_masks_make(vocab_llama3):
     loaded from numba's cache, inside a decoding step (half a second on a fresh machine)."""
     tables_for(vocab_llama3)  # warms the kernels up
     warmed = {name: len(function.signatures) for name, function in kernels._jitted.items()}
-    assert set(warmed) == {"walk_trie", "cross_tokens", "slice_depth"}
+    assert set(warmed) == {"walk_trie", "cross_tokens", "tokens_below", "slice_depth"}
     schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 20}, "tags": {"type": "array"}}}
     compiled = grammask.compile(grammask.Grammar.from_json_schema(schema), vocab_llama3)
     matcher = compiled.matcher()
