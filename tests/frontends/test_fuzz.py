@@ -16,6 +16,7 @@ import os
 import random
 import re
 import time
+from decimal import Decimal
 
 import jsonschema
 from hypothesis import HealthCheck, given, settings
@@ -165,18 +166,25 @@ def test_json_schema_fuzz(schema, candidates, seed):
             assert validator.is_valid(value), (schema, value)
     for text in random_walks(grammar, seed):
         value = json.loads(text)  # a grammar's text is always JSON
-        if _finite(value):  # 1e999 reads as inf, which the oracle cannot judge (multipleOf overflows)
+        if _judgeable(text):
             assert validator.is_valid(value), (schema, text)
 
 
-def _finite(value: object) -> bool:
-    """Whether every number in a JSON value is finite as a Python float."""
-    if isinstance(value, float):
-        return math.isfinite(value)
+def _judgeable(text: str) -> bool:
+    """Whether every number of a JSON text reads as a Python float the oracle can judge: finite
+    (1e999 reads as inf, and multipleOf overflows) and not a nonzero number that reads as 0.0
+    (3E-1960834833001 is above an exclusiveMinimum of 0, but its float is not)."""
+    return _exact_enough(json.loads(text, parse_float=Decimal))
+
+
+def _exact_enough(value: object) -> bool:
+    if isinstance(value, Decimal):
+        as_float = float(value)
+        return math.isfinite(as_float) and (as_float != 0 or value == 0)
     if isinstance(value, list):
-        return all(_finite(v) for v in value)
+        return all(_exact_enough(v) for v in value)
     if isinstance(value, dict):
-        return all(_finite(v) for v in value.values())
+        return all(_exact_enough(v) for v in value.values())
     return True
 
 
@@ -266,3 +274,10 @@ def test_gbnf_fuzz(tree, texts, seed):
 def test_gbnf_text_fuzz(text):
     """Arbitrary text in GBNF's alphabet: a grammar or a `GrammarError`, never another exception."""
     compile_within_deadline(lambda: Grammar.from_ebnf(text))
+
+
+def test_the_oracle_judges_only_numbers_that_read_as_their_float():
+    """Numbers whose float is not theirs in kind (inf, or 0.0 for a nonzero) are left out of the
+    jsonschema checks above; every other number is judged."""
+    assert not _judgeable("3E-1960834833001") and not _judgeable('{"a": [1e999]}')
+    assert _judgeable('[0.1, 0, -0.0, 0E-5, 1e308, {"b": 2}]')
