@@ -98,8 +98,8 @@ def _walk_trie(
 def _cross_tokens(
     tokens: np.ndarray,
     offsets: np.ndarray,
-    lo: np.ndarray,
-    counts: np.ndarray,
+    which: np.ndarray,
+    bounds: np.ndarray,
     starts: np.ndarray,
     table: np.ndarray,
     expanded: np.ndarray,
@@ -109,7 +109,8 @@ def _cross_tokens(
     token_len: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Step the bytes of each token `tokens[i]`, from byte `offsets[i]` on, through each lexeme
-    its next byte can begin: from each lexer state `starts[lo[i] : lo[i] + counts[i]]`.
+    its next byte `b` can begin: from each lexer state `starts[bounds[which[i], b] :
+    bounds[which[i], b + 1]]` (a lexeme boundary `which[i]` and what it expects).
 
     Returns `(ok, died, entry, after, ended, missing)`: `ok[i]` when some lexeme stays alive to
     the token's end, `died[i]` when every one dies on the way (or there is none), and every
@@ -121,7 +122,10 @@ def _cross_tokens(
     died = np.zeros(n, dtype=np.bool_)
     capacity = 0
     for i in range(n):
-        capacity += counts[i] * (token_len[tokens[i]] - offsets[i])
+        token = tokens[i]
+        byte = flat_bytes[token_start[token] + offsets[i]]
+        count = bounds[which[i], byte + 1] - bounds[which[i], byte]
+        capacity += count * (token_len[token] - offsets[i])
     entry = np.empty(capacity, dtype=np.int64)
     after = np.empty(capacity, dtype=np.int64)
     ended = np.empty(capacity, dtype=np.int32)
@@ -132,8 +136,11 @@ def _cross_tokens(
         token = tokens[i]
         base = token_start[token]
         end = token_len[token]
+        byte = flat_bytes[base + offsets[i]]
+        lo = bounds[which[i], byte]
+        hi = bounds[which[i], byte + 1]
         n_died = 0
-        for j in range(lo[i], lo[i] + counts[i]):
+        for j in range(lo, hi):
             state = starts[j]
             position = offsets[i]
             while True:
@@ -154,7 +161,7 @@ def _cross_tokens(
                     after[n_split] = position
                     ended[n_split] = state
                     n_split += 1
-        died[i] = n_died == counts[i]
+        died[i] = n_died == hi - lo
     return ok, died, entry[:n_split], after[:n_split], ended[:n_split], missing[:n_missing]
 
 
@@ -168,11 +175,10 @@ def _tokens_below(
     depth: np.ndarray,
     sorted_tokens: np.ndarray,
     bounds: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
+) -> tuple[np.ndarray, np.ndarray, bool]:
     """The tokens below trie `nodes` (a lexeme ends at each) whose next byte can begin a lexeme,
-    as `cross_tokens` takes them: `(tokens, offsets, lo, counts, all_live)`, where `offsets[i]`
-    is the length of the node's prefix, and `bounds[b] : bounds[b + 1]` the range of start states
-    of the lexemes byte `b` can begin. `all_live` tells whether every child byte can begin one."""
+    `bounds[b] < bounds[b + 1]` for byte `b`: `(tokens, offsets, all_live)`, where `offsets[i]`
+    is the length of the node's prefix, and `all_live` tells whether every child byte can."""
     n = 0
     for node in nodes:
         for child in range(first_child[node], child_end[node]):
@@ -180,25 +186,18 @@ def _tokens_below(
                 n += below_hi[child] - end_lo[child]
     tokens = np.empty(n, dtype=np.int64)
     offsets = np.empty(n, dtype=np.int64)
-    lo = np.empty(n, dtype=np.int64)
-    counts = np.empty(n, dtype=np.int64)
     all_live = True
     k = 0
     for node in nodes:
         for child in range(first_child[node], child_end[node]):
-            first = bounds[edge[child]]
-            count = bounds[edge[child] + 1] - first
-            if count == 0:
+            if bounds[edge[child] + 1] == bounds[edge[child]]:
                 all_live = False
                 continue
-            offset = depth[child] - 1
             for j in range(end_lo[child], below_hi[child]):
                 tokens[k] = sorted_tokens[j]
-                offsets[k] = offset
-                lo[k] = first
-                counts[k] = count
+                offsets[k] = depth[child] - 1
                 k += 1
-    return tokens, offsets, lo, counts, all_live
+    return tokens, offsets, all_live
 
 
 def _slice_depth(
@@ -276,7 +275,7 @@ def cross_tokens(*args: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nda
     return _jit("cross_tokens", _cross_tokens)(*args)
 
 
-def tokens_below(*args: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
+def tokens_below(*args: Any) -> tuple[np.ndarray, np.ndarray, bool]:
     """`_tokens_below`, compiled."""
     return _jit("tokens_below", _tokens_below)(*args)
 
@@ -313,7 +312,9 @@ def warm_up() -> None:
     depth = np.ones(1, dtype=np.int32)
     depth.flags.writeable = False
     tokens_below(one, one, one, np.zeros(1, dtype=np.int32), one, one, depth, tokens, np.zeros(257, dtype=np.int64))
-    cross_tokens(
-        one, one, one, one, np.ones(1, dtype=np.int32), np.zeros((2, 256), dtype=np.int32), np.ones(2, dtype=bool),
-        np.zeros(2, dtype=bool), data, starts, lengths,
-    )  # fmt: skip
+    bounds = np.zeros(257, dtype=np.int64)
+    for table in (bounds[None, :], np.stack([bounds, bounds])):  # one lexeme boundary, and several
+        cross_tokens(
+            one, one, one, table, np.ones(1, dtype=np.int32), np.zeros((2, 256), dtype=np.int32),
+            np.ones(2, dtype=bool), np.zeros(2, dtype=bool), data, starts, lengths,
+        )  # fmt: skip

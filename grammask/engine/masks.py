@@ -333,13 +333,12 @@ class MaskComputer:
         found = self.cache.get(key)
         if found is not None:
             return found
-        bounds, starts = self.lexer.starts_by_byte(start)
+        bounds, _ = self.lexer.starts_by_byte(start)
         if kernels.AVAILABLE:
-            tokens, offsets, lo, counts, all_live = kernels.tokens_below(
+            tokens, offsets, all_live = kernels.tokens_below(
                 group, index.first_child, index.child_end, index.byte, index.end_lo, index.below_hi,
                 index.trie.depth, index.trie.sorted_tokens, bounds,
             )  # fmt: skip
-            found = _Below(tokens, offsets, all_live, self._cross_starts(lo, counts, starts, tokens, offsets))
         else:
             lo, hi = index.first_child[group], index.child_end[group]
             counts = hi - lo
@@ -350,7 +349,8 @@ class MaskComputer:
             lo, hi = index.end_lo[kept], index.below_hi[kept]
             tokens = self._tokens_in(index.trie, lo, hi)
             offsets = np.repeat(index.trie.depth[kept].astype(np.int64) - 1, hi - lo)
-            found = _Below(tokens, offsets, bool(live.all()), self._cross(start, tokens, offsets))
+            all_live = bool(live.all())
+        found = _Below(tokens, offsets, all_live, self._cross(start, tokens, offsets))
         self.cache.put(key, found, found.nbytes)
         return found
 
@@ -627,8 +627,7 @@ class MaskComputer:
     def _cross(self, start: int, tokens: np.ndarray, offsets: np.ndarray) -> _Crossing:
         """`_cross_from` for entries that all start at lexer start state `start`."""
         bounds, starts = self.lexer.starts_by_byte(start)
-        first = self.trie.flat_bytes[self.trie.token_start[tokens] + offsets].astype(np.int64)
-        return self._cross_starts(bounds[first], bounds[first + 1] - bounds[first], starts, tokens, offsets)
+        return self._cross_starts(np.zeros(len(tokens), dtype=np.int64), bounds[None, :], starts, tokens, offsets)
 
     def _cross_from(
         self, sets: list[EarleySet], which: np.ndarray, tokens: np.ndarray, offsets: np.ndarray
@@ -637,30 +636,30 @@ class MaskComputer:
         `sets[which[i]]`: stepped from each expected lexeme its next byte can begin."""
         if len(sets) == 1:
             return self._cross(sets[0].lex_start, tokens, offsets)
-        first = self.trie.flat_bytes[self.trie.token_start[tokens] + offsets].astype(np.int64)
         parts = [self.lexer.starts_by_byte(s.lex_start) for s in sets]
         base = np.cumsum([0] + [len(starts) for _, starts in parts[:-1]])
-        table = np.stack([bounds for bounds, _ in parts]) + base[:, None]
-        lo = table[which, first]
-        starts = np.concatenate([starts for _, starts in parts])
-        return self._cross_starts(lo, table[which, first + 1] - lo, starts, tokens, offsets)
+        bounds = np.stack([bounds for bounds, _ in parts]) + base[:, None]
+        return self._cross_starts(which, bounds, np.concatenate([starts for _, starts in parts]), tokens, offsets)
 
     def _cross_starts(
-        self, lo: np.ndarray, counts: np.ndarray, starts: np.ndarray, tokens: np.ndarray, offsets: np.ndarray
+        self, which: np.ndarray, bounds: np.ndarray, starts: np.ndarray, tokens: np.ndarray, offsets: np.ndarray
     ) -> _Crossing:
-        """Step each token from `starts[lo[i] : lo[i] + counts[i]]`, the start states of the
-        lexemes its next byte can begin, one by one (compiled when numba is installed, with numpy
-        otherwise)."""
+        """Step each token from the start states of the lexemes its next byte `b` can begin, one
+        by one: `starts[bounds[which[i], b] : bounds[which[i], b + 1]]` (compiled when numba is
+        installed, with numpy otherwise)."""
+        trie, lexer = self.trie, self.lexer
         if kernels.AVAILABLE:
-            trie, lexer = self.trie, self.lexer
             while True:
                 *found, missing = kernels.cross_tokens(
-                    tokens, offsets, lo, counts, starts, lexer.table, lexer.expanded, lexer.accepting,
+                    tokens, offsets, which, bounds, starts, lexer.table, lexer.expanded, lexer.accepting,
                     trie.flat_bytes, trie.token_start, trie.token_len,
                 )  # fmt: skip
                 if not missing.size:
                     return _Crossing(*found)
                 lexer.ensure(missing)  # rows the steps need: compute them and step again
+        first = trie.flat_bytes[trie.token_start[tokens] + offsets].astype(np.int64)
+        lo = bounds[which, first]
+        counts = bounds[which, first + 1] - lo
         owner = np.repeat(np.arange(len(tokens)), counts)
         states = starts[np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(len(owner))]
         ok_each, died_each, (index, after, ended) = self._step_numpy(tokens[owner], offsets[owner], states)
