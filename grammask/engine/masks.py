@@ -258,17 +258,18 @@ class MaskComputer:
         """The mask of a scan from an abstract set, and what it is unsure of."""
         key = ("abstract", abstract.number, state)
         found = self.cache.get(key)
-        if found is not None:
-            return found
+        if found is not None:  # a mask alone when nothing is unsure, as most are (see below)
+            return (found, _SURE) if isinstance(found, np.ndarray) else found
         walk = self.walk(state)
         packed = walk.alive.copy()
         unsure = _merge([self._check_splits(abstract, splits, packed) for splits in walk.splits], packed)
         if state == abstract.lex_start and abstract.tokens:
             _set_bits(packed, np.fromiter(abstract.tokens, dtype=np.int64))
         packed.flags.writeable = False
-        found = (packed, unsure)
-        self.cache.put(key, found, packed.nbytes + unsure.nbytes)
-        return found
+        # The array alone, not a pair with `_SURE`: an array is one object the garbage collector
+        # never scans, and a pair that holds `_SURE` would be scanned by every full collection.
+        self.cache.put(key, packed if unsure is _SURE else (packed, unsure), packed.nbytes + unsure.nbytes)
+        return packed, unsure
 
     def _check_splits(self, earley_set: EarleySet, splits: Splits, packed: np.ndarray) -> _Unsure:
         """Set in `packed` the tokens below split nodes whose remaining bytes can follow at
