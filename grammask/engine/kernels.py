@@ -120,16 +120,18 @@ def _cross_tokens(
     n = len(tokens)
     ok = np.zeros(n, dtype=np.bool_)
     died = np.zeros(n, dtype=np.bool_)
-    capacity = 0
+    pairs = 0  # (token, start state) pairs: each can miss one row
+    capacity = 0  # each pair can end a lexeme once per byte it steps
     for i in range(n):
         token = tokens[i]
         byte = flat_bytes[token_start[token] + offsets[i]]
         count = bounds[which[i], byte + 1] - bounds[which[i], byte]
+        pairs += count
         capacity += count * (token_len[token] - offsets[i])
     entry = np.empty(capacity, dtype=np.int64)
     after = np.empty(capacity, dtype=np.int64)
     ended = np.empty(capacity, dtype=np.int32)
-    missing = np.empty(capacity, dtype=np.int64)
+    missing = np.empty(pairs, dtype=np.int64)
     n_split = 0
     n_missing = 0
     for i in range(n):
