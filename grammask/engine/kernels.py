@@ -12,18 +12,14 @@ hands those nodes back; the caller computes the rows and walks on from them.
 
 from __future__ import annotations
 
-import importlib.util
-import os
 from typing import Any
 
 import numpy as np
 
-__all__ = ["AVAILABLE", "cross_tokens", "slice_depth", "tokens_below", "walk_trie", "warm_up"]
+from grammask.automata import concat
+from grammask.jit import AVAILABLE, jit
 
-#: Whether numba is installed (and not turned off by GRAMMASK_NO_JIT). numba itself is imported at
-#: the first walk, not with grammask: it loads llvmlite, which breaks the module scan vLLM's CPU
-#: workers run at start, and the vLLM plugin imports grammask in every vLLM process.
-AVAILABLE = not os.environ.get("GRAMMASK_NO_JIT") and importlib.util.find_spec("numba") is not None
+__all__ = ["AVAILABLE", "cross_tokens", "slice_depth", "tokens_below", "walk_trie", "warm_up"]
 
 
 def _walk_trie(
@@ -254,43 +250,31 @@ def _slice_depth(
     return proven, n_missing
 
 
-_jitted: dict[str, Any] = {}
-
-
-def _jit(name: str, function: Any) -> Any:
-    """`function` compiled by numba (compiled, or loaded from numba's cache, at its first call)."""
-    found = _jitted.get(name)
-    if found is None:
-        import numba
-
-        found = _jitted[name] = numba.njit(cache=True, nogil=True)(function)
-    return found
-
-
 def walk_trie(*args: Any) -> tuple[int, int]:
     """`_walk_trie`, compiled."""
-    return _jit("walk_trie", _walk_trie)(*args)
+    return jit("walk_trie", _walk_trie)(*args)
 
 
 def cross_tokens(*args: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """`_cross_tokens`, compiled."""
-    return _jit("cross_tokens", _cross_tokens)(*args)
+    return jit("cross_tokens", _cross_tokens)(*args)
 
 
 def tokens_below(*args: Any) -> tuple[np.ndarray, np.ndarray, bool]:
     """`_tokens_below`, compiled."""
-    return _jit("tokens_below", _tokens_below)(*args)
+    return jit("tokens_below", _tokens_below)(*args)
 
 
 def slice_depth(*args: Any) -> tuple[int, int]:
     """`_slice_depth`, compiled."""
-    return _jit("slice_depth", _slice_depth)(*args)
+    return jit("slice_depth", _slice_depth)(*args)
 
 
 def warm_up() -> None:
     """Compile the kernels now (or load them from numba's cache) rather than at a first mask."""
     if not AVAILABLE:
         return
+    concat.warm_up()
     one = np.zeros(1, dtype=np.int64)
     tokens = np.zeros(1, dtype=np.int32)
     tokens.flags.writeable = False  # as a trie's arrays are: numba types read-only arrays apart

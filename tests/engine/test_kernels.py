@@ -3,6 +3,7 @@
 import pytest
 
 import grammask
+from grammask import jit
 from grammask.engine import kernels
 from grammask.engine.tables import tables_for
 
@@ -10,12 +11,13 @@ pytestmark = pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not inst
 
 
 def test_warm_up_covers_every_call_masks_make(vocab_llama3):
-    """Masks that run every kernel (a free string's slice probe, trie walks, steps across lexeme
-    boundaries) add no specialisation to what `warm_up` compiled: a new one would be compiled, or
-    loaded from numba's cache, inside a decoding step (half a second on a fresh machine)."""
+    """A compile that joins lexemes, and masks that run every kernel (a free string's slice probe,
+    trie walks, steps across lexeme boundaries), add no specialisation to what `warm_up` compiled:
+    a new one would be compiled, or loaded from numba's cache, inside a decoding step (half a
+    second on a fresh machine)."""
     tables_for(vocab_llama3)  # warms the kernels up
-    warmed = {name: len(function.signatures) for name, function in kernels._jitted.items()}
-    assert set(warmed) == {"walk_trie", "cross_tokens", "tokens_below", "slice_depth"}
+    warmed = {name: len(function.signatures) for name, function in jit.jitted.items()}
+    assert set(warmed) == {"walk_trie", "cross_tokens", "tokens_below", "slice_depth", "concat"}
     schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 20}, "tags": {"type": "array"}}}
     compiled = grammask.compile(grammask.Grammar.from_json_schema(schema), vocab_llama3)
     matcher = compiled.matcher()
@@ -28,4 +30,4 @@ def test_warm_up_covers_every_call_masks_make(vocab_llama3):
         position += length
     matcher.fill_bitmask(bitmask)
     assert matcher.can_finish()
-    assert {name: len(function.signatures) for name, function in kernels._jitted.items()} == warmed
+    assert {name: len(function.signatures) for name, function in jit.jitted.items()} == warmed
