@@ -4,9 +4,11 @@ A compiled grammar holds the parser (vocabulary-independent), the token-mask com
 vocabulary, and the one bounded cache (`LRUCache`) where both keep what they learn while
 decoding. Many matchers, in many threads, can share one. `compile` keeps the most recently used
 compiled grammars, keyed by grammar and vocabulary fingerprint, within a total byte budget. The
-key is the grammar's canonical text (`Grammar.canonical`), one string, not its IR: 64 cached IRs
-were most of the objects a full garbage collection scans in a long-running process (75% of its
-pause on MaskBench), and the text costs about 1.5 ms per compile on real schemas.
+grammar's part of the key (`Grammar.cache_key`) is one untracked string or bytes, not its IR: 64
+cached IRs were most of the objects a full garbage collection scans in a long-running process (75%
+of its pause on MaskBench). It is the pickled arguments of the constructor that made the grammar,
+or, for a grammar built or changed by hand, its canonical text (`Grammar.canonical`), which costs
+about a millisecond per compile on real schemas.
 """
 
 from __future__ import annotations
@@ -84,12 +86,13 @@ def _token_ids(bnf: BNF, vocab: Vocabulary) -> list[tuple[int, ...]]:
     return ids
 
 
-_cache: OrderedDict[tuple[str, str, Limits], CompiledGrammar] = OrderedDict()
+_cache: OrderedDict[tuple[str | bytes, str, Limits], CompiledGrammar] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
 def compile(grammar: Grammar, vocab: Vocabulary, *, limits: Limits | None = None) -> CompiledGrammar:
-    """Compile `grammar` for `vocab` (cached: the same grammar and vocabulary give the same object).
+    """Compile `grammar` for `vocab` (cached: the same grammar and vocabulary give the same object;
+    a grammar a constructor made is known by the constructor's arguments, see `Grammar.cache_key`).
 
     Raises `GrammarError` when a limit is met: a lexeme over `max_regex_size` or `max_dfa_states`,
     or the whole compile over `compile_timeout_s`.
@@ -97,7 +100,7 @@ def compile(grammar: Grammar, vocab: Vocabulary, *, limits: Limits | None = None
     The cache keeps at most `limits.max_cached_grammars` grammars holding at most
     `limits.max_compile_cache_bytes` together, least recently used out first."""
     limits = limits or DEFAULT_LIMITS
-    key = (grammar.canonical(), vocab.fingerprint, limits)
+    key = (grammar.cache_key(), vocab.fingerprint, limits)
     with _cache_lock:
         found = _cache.get(key)
         if found is not None:

@@ -7,6 +7,8 @@ class; each constructor returns this subclass, which every consumer of the IR cl
 
 from __future__ import annotations
 
+import pickle
+
 from grammask.frontends.choice import grammar_from_choice
 from grammask.frontends.ebnf import grammar_from_ebnf
 from grammask.frontends.json_schema import grammar_from_json_schema, grammar_from_pydantic
@@ -26,28 +28,36 @@ class Grammar(ir.Grammar):
     JSON Pointer), a non-text argument `TypeError`."""
 
     @classmethod
-    def _adopt(cls, grammar: ir.Grammar) -> Grammar:
-        return cls(grammar.rules, grammar.start, grammar.warnings)
+    def _adopt(cls, grammar: ir.Grammar, *source: object) -> Grammar:
+        """`grammar` as this class, noting the constructor's arguments (`ir.Grammar.made_from`)
+        where they pickle."""
+        adopted = cls(grammar.rules, grammar.start, grammar.warnings)
+        if source:
+            try:
+                adopted.made_from(pickle.dumps(source, protocol=pickle.HIGHEST_PROTOCOL))
+            except (pickle.PicklingError, TypeError, AttributeError, RecursionError):
+                pass  # keyed by its canonical text
+        return adopted
 
     @classmethod
     def from_regex(cls, pattern: str) -> Grammar:
         """Text matching `pattern` as a whole (Python `re` syntax; `^`/`$` allowed at the ends)."""
-        return cls._adopt(grammar_from_regex(pattern))
+        return cls._adopt(grammar_from_regex(pattern), "regex", pattern)
 
     @classmethod
     def from_ebnf(cls, text: str, start: str = "root") -> Grammar:
         """A llama.cpp GBNF grammar."""
-        return cls._adopt(grammar_from_ebnf(text, start=start))
+        return cls._adopt(grammar_from_ebnf(text, start=start), "ebnf", text, start)
 
     @classmethod
     def from_lark(cls, text: str, start: str = "start") -> Grammar:
         """A grammar in the documented subset of Lark syntax (see docs/grammars.md)."""
-        return cls._adopt(grammar_from_lark(text, start=start))
+        return cls._adopt(grammar_from_lark(text, start=start), "lark", text, start)
 
     @classmethod
     def choice(cls, options: list[str]) -> Grammar:
         """Exactly one of `options`."""
-        return cls._adopt(grammar_from_choice(options))
+        return cls._adopt(grammar_from_choice(options), "choice", options)
 
     @classmethod
     def from_transitions(
@@ -80,7 +90,8 @@ class Grammar(ir.Grammar):
         return cls._adopt(
             grammar_from_json_schema(
                 schema, whitespace=whitespace, lenient=lenient, strict=strict, formats=formats, limits=limits
-            )
+            ),
+            *("json_schema", schema, whitespace, lenient, strict, formats, limits),
         )
 
     @classmethod
@@ -102,7 +113,10 @@ class Grammar(ir.Grammar):
     def from_structural_tag(cls, spec: dict | str, *, whitespace: object = "flexible", strict: bool = True) -> Grammar:
         """An XGrammar structural tag (the JSON format vLLM sends for tool calls): free text until
         a trigger, then the tagged format, then free text again (see docs/integrations.md)."""
-        return cls._adopt(grammar_from_structural_tag(spec, whitespace=whitespace, strict=strict))
+        return cls._adopt(
+            grammar_from_structural_tag(spec, whitespace=whitespace, strict=strict),
+            *("structural_tag", spec, whitespace, strict),
+        )
 
     @classmethod
     def json(cls, *, whitespace: object = "flexible") -> Grammar:

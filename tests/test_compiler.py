@@ -76,8 +76,9 @@ def test_an_nfa_build_leaves_no_cycles():
 
 
 def test_the_compile_cache_keeps_no_ir(vocab_llama3):
-    """The cache is keyed by the grammar's canonical text: a cached grammar's IR, tens of thousands
-    of small objects for a large schema, is not kept for every full collection to scan."""
+    """The cache is keyed by the schema's pickle (or a grammar's canonical text): a cached
+    grammar's IR, tens of thousands of small objects for a large schema, is not kept for every full
+    collection to scan."""
     grammar = Grammar.from_json_schema({**SCHEMA, "required": ["name"]})
     bodies = list(grammar.rules.values())
     before = [sys.getrefcount(body) for body in bodies]
@@ -85,6 +86,32 @@ def test_the_compile_cache_keeps_no_ir(vocab_llama3):
     assert [sys.getrefcount(body) for body in bodies] == before
     assert grammask.compile(Grammar.from_json_schema({**SCHEMA, "required": ["name"]}), vocab_llama3) is compiled
     assert grammask.compile(Grammar.from_json_schema({**SCHEMA, "required": ["tags"]}), vocab_llama3) is not compiled
+
+
+def test_a_constructed_grammar_is_cached_by_its_arguments(vocab_llama3):
+    """A constructor's grammar is known by its arguments, one untracked bytes object: equal ones
+    share a compile, and arguments that differ only in property order (which orders the members)
+    or in an option do not."""
+    grammar = Grammar.from_json_schema(SCHEMA)
+    assert isinstance(grammar.cache_key(), bytes) and not gc.is_tracked(grammar.cache_key())
+    compiled = grammask.compile(grammar, vocab_llama3)
+    assert grammask.compile(Grammar.from_json_schema(dict(SCHEMA)), vocab_llama3) is compiled
+    swapped = {**SCHEMA, "properties": dict(reversed(SCHEMA["properties"].items()))}
+    assert grammask.compile(Grammar.from_json_schema(swapped), vocab_llama3) is not compiled
+    assert grammask.compile(Grammar.from_json_schema(SCHEMA, strict=True), vocab_llama3) is not compiled
+    assert Grammar.from_regex("a+").cache_key() != Grammar.from_lark("start: /a+/").cache_key()
+
+
+def test_a_grammar_changed_after_construction_is_cached_by_its_rules(vocab_llama3):
+    """Rules replaced after a constructor made the grammar: its arguments no longer describe it,
+    so the key is its canonical text, and the compile is the new grammar's."""
+    grammar = Grammar.from_regex("[a-z]+")
+    before = grammask.compile(grammar, vocab_llama3)
+    grammar.rules[grammar.start] = Grammar.from_regex("[0-9]+").rules["root"]
+    assert grammar.cache_key() == grammar.canonical()
+    after = grammask.compile(grammar, vocab_llama3)
+    assert after is not before
+    assert after.matcher().accept_string("42") and not after.matcher().accept_string("ab")
 
 
 def test_cache_keys_and_earley_items_are_untracked(vocab_llama3):

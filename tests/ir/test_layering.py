@@ -15,9 +15,9 @@ ROOT = Path(grammask.__file__).parent
 ALLOWED = {
     "ir": {"errors", "limits"},
     "frontends": {"errors", "limits", "ir"},
-    "automata": {"errors", "limits", "lru", "ir"},
+    "automata": {"errors", "limits", "lru", "jit", "ir"},
     "vocab": {"errors"},
-    "engine": {"errors", "limits", "lru", "ir", "automata", "vocab"},
+    "engine": {"errors", "limits", "lru", "jit", "ir", "automata", "vocab"},
     "processors": {"errors", "bitmask", "compiler", "matcher"},
 }
 
@@ -26,13 +26,10 @@ def _imports(path: Path) -> set[str]:
     """The first component after `grammask.` of every grammask import in a module."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        names = (
-            [node.module or ""]
-            if isinstance(node, ast.ImportFrom)
-            else [a.name for a in node.names]
-            if isinstance(node, ast.Import)
-            else []
-        )
+        if isinstance(node, ast.ImportFrom):  # `from grammask import jit` imports grammask.jit
+            names = [f"grammask.{a.name}" for a in node.names] if node.module == "grammask" else [node.module or ""]
+        else:
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
         found |= {name.split(".")[1] for name in names if name.startswith("grammask.")}
     return found
 
