@@ -181,12 +181,13 @@ def _character(c: str) -> CharClass:
 
 def concat(*items: RegexNode) -> RegexNode:
     flat: list[RegexNode] = []
-    for item in items:
-        if item == NOTHING:
+    for item in items:  # by type before equality: the front-ends call this tens of thousands of times
+        if isinstance(item, Concat):
+            flat.extend(item.items)
+        elif isinstance(item, CharClass) and not item.ranges:
             return NOTHING
-        if item == EMPTY:
-            continue
-        flat.extend(item.items if isinstance(item, Concat) else (item,))
+        elif not isinstance(item, Repeat) or item != EMPTY:
+            flat.append(item)
     if not flat:
         return EMPTY
     return flat[0] if len(flat) == 1 else Concat(tuple(flat))
