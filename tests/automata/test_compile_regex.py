@@ -1,5 +1,6 @@
 """`compile_regex`: minimal byte DFAs over UTF-8, limits, speed, caching."""
 
+import re
 import time
 
 import numpy as np
@@ -7,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import grammask.automata.compile as compile_module
 from grammask.automata import START, ByteDFA, compile_regex
 from grammask.errors import GrammarError
 from grammask.frontends.regex_syntax import parse_regex
@@ -202,3 +204,51 @@ def test_typical_patterns_compile_fast(pattern: str) -> None:
 
     # ~1-3 ms each measured; the bound is loose because the test machine is shared.
     assert min(_cpu_seconds(fresh) for _ in range(5)) < 0.02
+
+
+#: Items a bounded repeat may chain (closed: one accepting state with no way on, a start that is
+#: never re-entered) and some it may not, each with texts it matches.
+REPEATED = st.sampled_from(
+    [
+        ('(?:[^"\\\\]|\\\\["\\\\/bfnrt]|\\\\u[0-9a-fA-F]{4})', ["a", "é", "😀", '\\"', "\\u00e9"]),
+        ("[0-9]", ["0", "7"]),
+        ("\\d", ["٣", "5"]),
+        ("(?:ab|c)", ["ab", "c"]),
+        ("x[0-9]{2}", ["x12"]),
+        ("(?:a|ab)", ["a", "ab"]),  # not closed: an accepting state goes on
+        ("(?:ab)*c", ["c", "abc"]),  # not closed: the start is re-entered
+        ("a?", ["", "a"]),  # not closed: the start accepts
+    ]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(REPEATED, st.integers(0, 5), st.integers(0, 4), st.data())
+def test_bounded_repeats_chained_equal_the_pipeline(item, lo, extra, data) -> None:
+    """A bounded repeat built as a chain of the item's copies is the minimal DFA the character
+    pipeline builds (the same number of states) and matches what `re` matches."""
+    pattern, examples = item
+    hi = lo + extra
+    node = parse_regex(f"(?:{pattern}){{{lo},{hi}}}")
+    chained = compile_module._compile(node, Limits())
+    original = compile_module._chain
+    compile_module._chain = lambda *args: None
+    try:
+        built = compile_module._compile(node, Limits())
+    finally:
+        compile_module._chain = original
+    assert chained.n_states == built.n_states
+    texts = ["".join(data.draw(st.lists(st.sampled_from(examples), max_size=hi + 2))) for _ in range(6)]
+    texts += [text[:-1] for text in texts if text]
+    for text in texts:
+        expected = re.fullmatch(f"(?:{pattern}){{{lo},{hi}}}", text) is not None
+        assert chained.matches(text.encode()) == expected, (pattern, lo, hi, text)
+
+
+def test_only_closed_items_are_chained() -> None:
+    def chain(item: str):
+        return compile_module._chain(compile_regex(parse_regex(item)), 1, 3, 1000)
+
+    assert chain("[0-9]") is not None and chain('(?:[^"\\\\]|\\\\u[0-9a-f]{4})') is not None
+    assert chain("(?:a|ab)") is None and chain("(?:ab)*c") is None and chain("a?") is None
+    assert compile_module._chain(compile_regex(parse_regex("[0-9]")), 1, 3, 4) is None  # 5 states
