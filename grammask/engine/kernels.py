@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-from grammask.automata import concat
 from grammask.jit import AVAILABLE, jit
 
 __all__ = ["AVAILABLE", "cross_tokens", "slice_depth", "tokens_below", "walk_trie", "warm_up"]
@@ -274,7 +273,6 @@ def warm_up() -> None:
     """Compile the kernels now (or load them from numba's cache) rather than at a first mask."""
     if not AVAILABLE:
         return
-    concat.warm_up()
     one = np.zeros(1, dtype=np.int64)
     tokens = np.zeros(1, dtype=np.int32)
     tokens.flags.writeable = False  # as a trie's arrays are: numba types read-only arrays apart

@@ -1,8 +1,9 @@
 """Per-vocabulary tables of the mask computation, built once per vocabulary and shared by every
 grammar compiled for it: the token trie's derived arrays (`TrieIndex`) and the token slices.
 
-Building them also compiles the numba kernels (`grammask.engine.kernels`), when numba is there,
-so that no decoding step pays for it.
+Building them also compiles the numba kernels (`grammask.engine.kernels`, and the lexeme join of
+`grammask.automata.concat`), when numba is there, so that no decoding step or first compile pays
+for it.
 
 A *token slice* is a class of tokens fixed by a language: here, the tokens whose text is JSON
 string content (no `"`, `\\` or control character; complete UTF-8 characters), of any length or of
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from grammask.automata import concat
 from grammask.automata.compile import compile_regex
 from grammask.automata.dfa import ByteDFA
 from grammask.engine import kernels
@@ -130,6 +132,7 @@ def tables_for(vocab: Vocabulary) -> VocabTables:
             found = VocabTables(index, tuple(_slice(vocab, index, dfa, n) for n in (None, *SLICE_BOUNDS)))
             _tables[vocab] = found
             kernels.warm_up()
+            concat.warm_up()  # the join a compile runs: loaded with the vocabulary, not in a first TTFM
         return found
 
 
