@@ -16,16 +16,20 @@ large, or inside a larger tree, it goes through the pipeline once, over an NFA o
 subset states accept where `left` ends and `right` does not, and a tree lays that minimal character
 DFA into its own NFA as states.
 
-Three more shortcuts skip that pipeline, since most lexemes of a JSON grammar are chains: a run of
+More shortcuts skip that pipeline, since most lexemes of a JSON grammar are chains: a run of
 ASCII classes is a chain of states built directly, a concatenation whose parts cannot run into
-each other is joined from the parts' cached DFAs (`concat`), and a bounded repeat of a closed item
-(one string character) is that many copies of the item's table in a row (`_chain`). Their results,
-like a difference's product, are exact and trim, though a join is not always minimal.
+each other is joined from the parts' cached DFAs (`concat`), once `(ws X)? ws` is rewritten as
+`ws (X ws)?` (an optional member before `ws }`), and repeats are built from the item's DFA
+(`repeat`): a closed item (one string character) as copies of its table in a row, `X?` and `X+`
+from `X`'s table. Their results, like a difference's product, are exact and trim, though a join
+or an optional is not always minimal. Where a shortcut fails on a piece it made that is too large
+for the pipeline, it gives up, and the pipeline builds the whole lexeme once.
 """
 
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Sequence
 from functools import lru_cache
 from itertools import groupby
@@ -39,6 +43,7 @@ from grammask.automata.dfa import START, ByteDFA
 from grammask.automata.expand import expand_utf8
 from grammask.automata.minimise import minimise
 from grammask.automata.nfa import CharDFA, NFABuilder
+from grammask.automata.repeat import chain_dfa, optional_dfa, plus_dfa
 from grammask.automata.subtract import subtract_dfas
 from grammask.errors import GrammarError
 from grammask.ir import regex as rx
@@ -104,30 +109,31 @@ def _ascii_chain(classes: Sequence[rx.RegexNode]) -> ByteDFA:
     return ByteDFA(transitions, accepting)
 
 
-def _build(node: rx.RegexNode, limits: Limits) -> ByteDFA:
+def _build(node: rx.RegexNode, limits: Limits, made: bool = False) -> ByteDFA:
+    """`node`'s DFA, by a shortcut where one applies, else by the pipeline. `made`: the node is
+    no part of the lexeme's tree but one a shortcut made (`_hoist`), and where it is
+    large and needs the pipeline, the shortcut gives up (`_Abandoned`) and the whole lexeme goes
+    through the pipeline once instead."""
     if _is_ascii(node):
         return _ascii_chain([node])
-    if isinstance(node, rx.Concat):
-        parts: list[ByteDFA] = []
-        for ascii, group in groupby(node.items, _is_ascii):
-            if ascii:
-                classes = list(group)  # one class (punctuation) is cached, a run (a name) is built
-                parts.append(compile_regex(classes[0], limits=limits) if len(classes) == 1 else _ascii_chain(classes))
-            else:
-                parts.extend(compile_regex(item, limits=limits) for item in group)
-        joined = concat_dfas(parts, limits.max_dfa_states)
-        if joined is not None:
-            return joined
+    if _nesting.depth < _MAX_NESTING:
+        _nesting.depth += 1
+        try:
+            built = _from_parts(node, limits, made)
+        except _Abandoned:
+            built = None
+        finally:
+            _nesting.depth -= 1
+        if built is not None:
+            return built
+    if made and node.size > _LARGEST_PIPELINED_PART:
+        raise _Abandoned
     if node.size > limits.max_regex_size:
         raise GrammarError(
             "regex too large: its syntax tree has more than "
             f"limits.max_regex_size={limits.max_regex_size} nodes with repeats expanded"
         )
     check_deadline("building a lexeme's automaton")
-    if isinstance(node, rx.Repeat) and node.max is not None and node.max >= max(node.min, 1):
-        chained = _chain(compile_regex(node.item, limits=limits), node.min, node.max, limits.max_dfa_states)
-        if chained is not None:
-            return chained
     if isinstance(node, rx.Difference):
         subtracted = _subtract(node, limits)
         if subtracted is not None:
@@ -140,34 +146,98 @@ def _build(node: rx.RegexNode, limits: Limits) -> ByteDFA:
     )
 
 
-def _chain(item: ByteDFA, lo: int, hi: int, max_states: int) -> ByteDFA | None:
-    """`item` repeated `lo` to `hi` times, as `hi` copies of its table in a row, where the item is
-    *closed*: one accepting state with no way on, a start that accepts nothing and is never
-    re-entered (one JSON string character, say). Then where one copy ends is exactly where the
-    next begins, and the chain is the minimal DFA, built with a few array operations where the
-    character pipeline takes 40 to 200 ms for a string under a `maxLength` of 64. None where the
-    item is not closed or the chain would have more than `max_states` states."""
-    ends = item.accepting_states
-    if item.accepting[START] or len(ends) != 1 or item.transitions[ends[0]].any() or item.start_reentered:
+#: How deeply the shortcuts may nest (a concatenation's part is an alternative whose branch is a
+#: concatenation ...): each level is a few Python frames, and a tree as deep as its input must not
+#: reach the interpreter's recursion limit. Deeper subtrees go through the (iterative) pipeline.
+_MAX_NESTING = 48
+
+
+#: The largest node (by `rx.RegexNode.size`) that a shortcut makes and then puts through the
+#: pipeline. A larger one fails the shortcut: the pipeline builds the lexeme (of about the same
+#: size) once, rather than each of the pieces made from it in turn.
+_LARGEST_PIPELINED_PART = 256
+
+
+class _Nesting(threading.local):
+    depth = 0
+
+
+_nesting = _Nesting()
+
+
+class _Abandoned(Exception):
+    """A shortcut made a piece too large to put through the pipeline on its own."""
+
+
+def _from_parts(node: rx.RegexNode, limits: Limits, made: bool) -> ByteDFA | None:
+    """`node`'s DFA built from its children's DFAs, or None where no shortcut applies: a
+    concatenation joined (`concat_dfas`, after `_hoist`), a repeat as a chain, a loop or an
+    optional (`grammask.automata.repeat`), `X | ε` as an optional."""
+    max_states = limits.max_dfa_states
+    if isinstance(node, rx.Concat):
+        # Parts of the tree are cached (shared pieces are compiled once per process); the parts
+        # `_hoist` makes are built each time, lest they crowd the lexemes out of the cache.
+        own = () if made else {id(item) for item in node.items}
+        parts: list[ByteDFA] = []
+        for ascii, group in groupby(_hoist(node.items), _is_ascii):
+            if ascii:
+                classes = list(group)  # one class (punctuation) is cached, a run (a name) is built
+                parts.append(compile_regex(classes[0], limits=limits) if len(classes) == 1 else _ascii_chain(classes))
+            else:
+                parts.extend(_part(item, limits, id(item) not in own) for item in group)
+        return concat_dfas(parts, max_states)
+    if isinstance(node, rx.Alt):
+        if len(node.items) != 2 or rx.EMPTY not in node.items:
+            return None
+        branch = node.items[1] if node.items[0] == rx.EMPTY else node.items[0]
+        return optional_dfa(_part(branch, limits, made), max_states)
+    if not isinstance(node, rx.Repeat) or node.size > limits.max_regex_size:
         return None
-    end = int(ends[0])
-    others = [s for s in range(START + 1, item.n_states) if s != end]
-    width = 1 + len(others)  # states per copy: its start (the previous copy's end) and the rest
-    n = 2 + hi * width  # the dead state, `hi` copies, the last copy's end
-    if n > max_states:
+    check_deadline("building a lexeme's automaton")
+    if node.max is not None and node.max < max(node.min, 1):
         return None
-    # Where each of the item's states lands in copy 0; copy i adds i * width to every live target.
-    place = np.zeros(item.n_states, dtype=np.int32)
-    place[START], place[end] = START, START + width
-    place[others] = np.arange(START + 1, START + width, dtype=np.int32)
-    rows = item.transitions[[START, *others]]
-    table = np.zeros((n, 256), dtype=np.int32)
-    copies = table[START : n - 1].reshape(hi, width, 256)  # written in place: no temporaries
-    np.multiply(np.arange(0, hi * width, width, dtype=np.int32)[:, None, None], rows != 0, out=copies)
-    copies += place[rows]
-    accepting = np.zeros(n, dtype=bool)
-    accepting[START + width * np.arange(lo, hi + 1)] = True  # where copies lo..hi end
-    return ByteDFA(table, accepting)
+    item = _part(node.item, limits, made)
+    chained = chain_dfa(item, node.min, node.max, max_states)
+    if chained is not None or node.item.nullable or node.max not in (1, None) or node.min > 1:
+        return chained  # (longer runs of joins are left to the pipeline)
+    once_or_more = plus_dfa(item, max_states) if node.max is None else item
+    if once_or_more is None or node.min:
+        return once_or_more
+    return optional_dfa(once_or_more, max_states)
+
+
+def _part(node: rx.RegexNode, limits: Limits, made: bool) -> ByteDFA:
+    """The DFA of a part of a node being built: cached where the part is in the lexeme's tree,
+    built each time where a shortcut made it (see `_build`)."""
+    return _build(node, limits, made=True) if made else compile_regex(node, limits=limits)
+
+
+def _hoist(items: Sequence[rx.RegexNode]) -> Sequence[rx.RegexNode]:
+    """The same concatenation with each `(W X)? W` rewritten as `W (X W)?` (exact for any W, X):
+    an optional member before an object's closing `ws }` starts with that `ws`, which the parts
+    cannot be joined across, and after the rewrite the optional part starts with its `,`.
+    Done right to left, so that a run of optional members moves one `ws` all the way to the front."""
+    out = list(items)
+    for i in range(len(out) - 2, -1, -1):
+        moved = _moved_behind(out[i], out[i + 1])
+        if moved is not None:
+            out[i : i + 2] = [out[i + 1], moved]
+    return out
+
+
+def _moved_behind(optional: rx.RegexNode, w: rx.RegexNode) -> rx.RegexNode | None:
+    """`(X W)?` where `optional` is `(W X)?`, else None."""
+    if isinstance(optional, rx.Alt) and len(optional.items) == 2 and rx.EMPTY in optional.items:
+        branch = optional.items[1] if optional.items[0] == rx.EMPTY else optional.items[0]
+    elif isinstance(optional, rx.Repeat) and optional.min == 0 and optional.max == 1:
+        branch = optional.item
+    else:
+        return None
+    if branch == w:
+        return rx.optional(w)
+    if isinstance(branch, rx.Concat) and branch.items[0] == w:
+        return rx.optional(rx.concat(*branch.items[1:], w))
+    return None
 
 
 def _subtract(node: rx.Difference, limits: Limits) -> ByteDFA | None:

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import grammask.automata.compile as compile_module
 from grammask.automata import START, ByteDFA, compile_regex
+from grammask.automata.repeat import chain_dfa
 from grammask.errors import GrammarError
 from grammask.frontends.regex_syntax import parse_regex
 from grammask.ir import regex as rx
@@ -231,12 +232,12 @@ def test_bounded_repeats_chained_equal_the_pipeline(item, lo, extra, data) -> No
     hi = lo + extra
     node = parse_regex(f"(?:{pattern}){{{lo},{hi}}}")
     chained = compile_module._compile(node, Limits())
-    original = compile_module._chain
-    compile_module._chain = lambda *args: None
+    original = compile_module.chain_dfa
+    compile_module.chain_dfa = lambda *args: None
     try:
         built = compile_module._compile(node, Limits())
     finally:
-        compile_module._chain = original
+        compile_module.chain_dfa = original
     assert chained.n_states == built.n_states
     texts = ["".join(data.draw(st.lists(st.sampled_from(examples), max_size=hi + 2))) for _ in range(6)]
     texts += [text[:-1] for text in texts if text]
@@ -247,8 +248,59 @@ def test_bounded_repeats_chained_equal_the_pipeline(item, lo, extra, data) -> No
 
 def test_only_closed_items_are_chained() -> None:
     def chain(item: str):
-        return compile_module._chain(compile_regex(parse_regex(item)), 1, 3, 1000)
+        return chain_dfa(compile_regex(parse_regex(item)), 1, 3, 1000)
 
     assert chain("[0-9]") is not None and chain('(?:[^"\\\\]|\\\\u[0-9a-f]{4})') is not None
     assert chain("(?:a|ab)") is None and chain("(?:ab)*c") is None and chain("a?") is None
-    assert compile_module._chain(compile_regex(parse_regex("[0-9]")), 1, 3, 4) is None  # 5 states
+    assert chain_dfa(compile_regex(parse_regex("[0-9]")), 1, 3, 4) is None  # 5 states
+
+
+def _pipeline_runs(node: rx.RegexNode) -> list[int]:
+    """Sizes of the nodes the character pipeline builds while `node` compiles (uncached)."""
+    runs: list[int] = []
+    original = compile_module._char_dfa
+
+    def counted(builder, limits):
+        runs.append(builder.root.size)
+        return original(builder, limits)
+
+    compile_module._char_dfa = counted
+    try:
+        compile_module._compile(node, Limits())
+    finally:
+        compile_module._char_dfa = original
+    return runs
+
+
+def test_optional_members_before_the_closing_brace_are_joined() -> None:
+    """`(ws , ws "b": 1 (ws , ws "c": 2)?)? ws }`: each optional member starts with the `ws` that
+    follows it, which no join can cross; rewritten as `ws (, ws "b": 1 ws (, ws "c": 2 ws)?)? }`,
+    the lexeme is joined from its parts without the pipeline."""
+    ws, number = " {0,3}", "[0-9]+"
+    pattern = f'\\{{{ws}"a":{ws}{number}(?:{ws},{ws}"b":{ws}{number}(?:{ws},{ws}"c":{ws}{number})?)?{ws}\\}}'
+    node = parse_regex(pattern)
+    assert _pipeline_runs(node) == [] and _pipeline_runs(parse_regex("(?:0|[1-9][0-9]*)")) != []
+    dfa = compile_module._compile(node, Limits())
+    texts = ['{"a":1}', '{ "a": 12 , "b":3 }', '{"a":1,"b":2,"c":3  }', '{"a":1,"c":2}', '{"a":1,}', '{"a":1 "b":2}']
+    for text in texts:
+        assert dfa.matches(text.encode()) == (re.fullmatch(pattern, text) is not None), text
+
+
+def test_a_large_made_piece_sends_the_whole_lexeme_through_the_pipeline_once() -> None:
+    """After the rewrite, `[a-z]{0,300} {0,2} {0,3}` cannot be joined (a space may end either
+    part): rather than determinise that piece and then the whole, the pipeline builds the whole."""
+    pattern = "b(?: {0,3}[a-z]{0,300} {0,2})? {0,3}"
+    node = parse_regex(pattern)
+    assert _pipeline_runs(node) == [node.size]
+    dfa = compile_regex(node)
+    for text in ["b", "b  ", "b abc  ", "b" + "x" * 300 + "     ", "b" + "x" * 301, "b abc      "]:
+        assert dfa.matches(text.encode()) == (re.fullmatch(pattern, text) is not None), text
+
+
+def test_deeply_nested_optionals_compile_without_recursion() -> None:
+    node = rx.literal("z")
+    for _ in range(3000):
+        node = rx.optional(rx.concat(rx.literal("a"), node))
+    dfa = compile_regex(node)
+    assert dfa.matches(b"a" * 3000 + b"z") and dfa.matches(b"aa") and dfa.matches(b"")
+    assert not dfa.matches(b"aaz") and not dfa.matches(b"a" * 3001) and not dfa.matches(b"z")
