@@ -34,6 +34,7 @@ from itertools import count
 from grammask.automata.compile import compile_regex
 from grammask.automata.dfa import ByteDFA
 from grammask.engine.lexer import Lexer
+from grammask.errors import GrammarError
 from grammask.ir import regex as rx
 from grammask.ir.grammar import Lex
 from grammask.ir.normalise import BNF, terminal_symbol
@@ -203,6 +204,8 @@ class Parser:
         self.lhs = [lhs for lhs, _ in bnf.productions]
         self.rhs = [rhs for _, rhs in bnf.productions]
         self.is_lexeme = [isinstance(t, Lex) for t in bnf.terminals]
+        #: per nonterminal, its rule's name (`<...>` for the helpers `normalise` makes)
+        self.rule_names = bnf.nonterminal_names
         self.token_ids = token_ids
         self._lexemes = _Lexemes({k: t.regex for k, t in enumerate(bnf.terminals) if isinstance(t, Lex)}, limits)
         self.lexer = Lexer(self._lexemes.dfa, limits)
@@ -272,11 +275,31 @@ class Parser:
         return self._lexemes.dfa(terminal)
 
     def compile_lexemes(self) -> None:
-        """Compile the DFA of every lexeme now (checking the compile deadline between them)."""
+        """Compile the DFA of every lexeme now (checking the compile deadline between them). A
+        lexeme over a limit raises `GrammarError` naming the rules it comes from."""
         for k, is_lexeme in enumerate(self.is_lexeme):
             if is_lexeme:
-                check_deadline("compiling lexemes")
-                self.dfa(k)
+                try:
+                    check_deadline("compiling lexemes")
+                    self.dfa(k)
+                except GrammarError as exc:
+                    rules = self.rules_using(k)
+                    where = f"rule{'s' if len(rules) > 1 else ''} {', '.join(map(repr, rules))}"
+                    raise GrammarError(f"in the lexeme of {where}: {exc.reason}") from None
+
+    def rules_using(self, terminal: int) -> list[str]:
+        """The grammar's own rules (not the helpers `normalise` made) whose bodies use lexeme
+        `terminal`, directly or through helpers; sorted."""
+        named: set[str] = set()
+        seen: set[int] = set()
+        wanted = {terminal_symbol(terminal)}
+        while wanted:
+            users = {lhs for lhs, rhs in zip(self.lhs, self.rhs, strict=True) if not wanted.isdisjoint(rhs)} - seen
+            seen |= users
+            helpers = {n for n in users if self.rule_names[n].startswith("<")}
+            named.update(self.rule_names[n] for n in users - helpers)
+            wanted = helpers
+        return sorted(named)
 
     # -- Earley sets ------------------------------------------------------------------------------
 

@@ -9,6 +9,8 @@ from grammask.engine.recognize import accepts, accepts_prefix, parser_for
 from grammask.errors import GrammarError
 from grammask.ir import regex as rx
 from grammask.ir.grammar import Grammar, alt, lex, literal, opt, plus, ref, rep, seq, star
+from grammask.ir.normalise import normalise
+from grammask.limits import Limits
 
 DIGITS = lex(rx.plus(rx.char_class([(ord("0"), ord("9"))])))
 
@@ -101,3 +103,22 @@ def test_nullable_nonterminals_are_the_least_fixpoint(productions: list[tuple[in
             if not expected[a] and all(s >= 0 and expected[s] for s in body):
                 expected[a] = changed = True
     assert nullable_nonterminals(lhs, rhs, 6) == expected
+
+
+def test_a_lexeme_over_a_limit_names_its_rules() -> None:
+    """The error says which rules of the grammar the lexeme comes from, through the helper rules
+    that normalising makes for repetitions."""
+    letter = rx.char_class([(97, 122)])
+    big = lex(rx.concat(rx.star(letter), rx.literal("a"), rx.repeat(letter, 12, 12)))  # 2^13 states
+    grammar = Grammar(
+        {
+            "root": seq(literal("x"), star(seq(ref("item"), literal(","))), literal("y")),
+            "item": alt(big, seq(literal("("), ref("root"), literal(")"))),
+        }
+    )
+    parser = parser_for(grammar, Limits(max_dfa_states=1000))
+    with pytest.raises(GrammarError, match=r"^in the lexeme of rule 'item': regex needs a DFA with more than"):
+        parser.compile_lexemes()
+    bnf = normalise(grammar)
+    comma = next(k for k, term in enumerate(bnf.terminals) if term == lex(rx.literal(",")))
+    assert parser.rules_using(comma) == ["root"]  # used by the helper rule of `(item ",")*`
