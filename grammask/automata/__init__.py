@@ -1,4 +1,4 @@
-"""Regex syntax trees → minimal byte-level DFAs over UTF-8 (with state limits)."""
+"""Regex syntax trees → trim, near-minimal byte-level DFAs over UTF-8 (with state limits)."""
 
 from grammask.automata.compile import compile_regex
 from grammask.automata.dfa import DEAD, START, ByteDFA

@@ -48,11 +48,13 @@ class CharNFA:
 @dataclass(frozen=True)
 class CharDFA:
     """A trim DFA over code points: per state (dead = 0, start = 1), its (target, atom set)
-    transitions, atom sets as bitmasks over `atom_ranges`; and which states accept."""
+    transitions, atom sets as bitmasks over `atom_ranges`; which states accept; and whether it
+    has been minimised."""
 
     rows: Sequence[Sequence[tuple[int, int]]]
     accepting: Sequence[bool]
     atom_ranges: tuple[tuple[tuple[int, int], ...], ...]
+    minimal: bool = True
 
 
 class NFABuilder:
@@ -75,6 +77,8 @@ class NFABuilder:
         self.cid: dict[int, int] = {}
         self.keys: dict[tuple, int] = {}
         self.made: list[rx.RegexNode] = []
+        #: whether `build` laid a difference's DFA in (its states need not reach the end)
+        self.has_differences = False
         self._canon(root)
         if rejected is not None:
             self._canon(rejected)
@@ -153,6 +157,7 @@ class NFABuilder:
         elif isinstance(node, rx.Difference):
             assert self._differences is not None, "a tree with a difference needs `differences`"
             found = self._lay_in(self._differences(node), cont)
+            self.has_differences = True
         elif isinstance(node, rx.Concat):
             for item in reversed(node.items):
                 cont = yield self._build(item, cont)

@@ -39,6 +39,10 @@ def reachable_count(dfa: ByteDFA) -> int:
     return len(seen | {0})
 
 
+#: How much larger than minimal an automaton the pipeline does not minimise may be, in these tests
+#: (3.9% on MaskBench's lexemes; a blow-up, such as unshared continuations, is many times larger).
+NEAR_MINIMAL = 1.25
+
 MINIMAL = [
     "abc",
     "a|b|c",
@@ -57,9 +61,11 @@ MINIMAL = [
 
 
 @pytest.mark.parametrize("pattern", MINIMAL)
-def test_dfa_is_minimal_and_trim(pattern: str) -> None:
+def test_dfa_is_trim_and_near_minimal(pattern: str) -> None:
+    """Trim exactly (every state reachable, every state but the dead one can accept); minimal up to
+    the few states the subset construction leaves where it is not minimised."""
     dfa = compile_regex(parse_regex(pattern))
-    assert minimal_state_count(dfa) == dfa.n_states
+    assert dfa.n_states <= NEAR_MINIMAL * minimal_state_count(dfa)
     assert reachable_count(dfa) == dfa.n_states
     assert dfa.live[1:].all() and not dfa.live[0]
     assert not dfa.transitions[0].any() and not dfa.accepting[0]
@@ -226,8 +232,8 @@ REPEATED = st.sampled_from(
 @settings(max_examples=150, deadline=None)
 @given(REPEATED, st.integers(0, 5), st.integers(0, 4), st.data())
 def test_bounded_repeats_chained_equal_the_pipeline(item, lo, extra, data) -> None:
-    """A bounded repeat built as a chain of the item's copies is the minimal DFA the character
-    pipeline builds (the same number of states) and matches what `re` matches."""
+    """A bounded repeat built as a chain of the item's copies is the minimal DFA (no larger than the
+    one the character pipeline builds) and matches what `re` matches."""
     pattern, examples = item
     hi = lo + extra
     node = parse_regex(f"(?:{pattern}){{{lo},{hi}}}")
@@ -238,7 +244,7 @@ def test_bounded_repeats_chained_equal_the_pipeline(item, lo, extra, data) -> No
         built = compile_module._compile(node, Limits())
     finally:
         compile_module.chain_dfa = original
-    assert chained.n_states == built.n_states
+    assert chained.n_states == minimal_state_count(chained) <= built.n_states
     texts = ["".join(data.draw(st.lists(st.sampled_from(examples), max_size=hi + 2))) for _ in range(6)]
     texts += [text[:-1] for text in texts if text]
     for text in texts:
@@ -304,3 +310,26 @@ def test_deeply_nested_optionals_compile_without_recursion() -> None:
     dfa = compile_regex(node)
     assert dfa.matches(b"a" * 3000 + b"z") and dfa.matches(b"aa") and dfa.matches(b"")
     assert not dfa.matches(b"aaz") and not dfa.matches(b"a" * 3001) and not dfa.matches(b"z")
+
+
+def test_a_subset_automaton_too_large_to_expand_is_minimised_first() -> None:
+    """A search (`.*` around the pattern) makes a subset automaton many times its minimal size,
+    over the byte state limit once expanded: it is minimised and expanded again."""
+    from grammask.frontends.regex_syntax import parse_search_pattern
+
+    node = parse_search_pattern("(?:a\\w(?:\\w){1,3}){1,3}", flavor="python")
+    calls: list[int] = []
+    original = compile_module.minimise
+
+    def counted(rows, accepting):
+        calls.append(len(rows))
+        return original(rows, accepting)
+
+    compile_module.minimise = counted
+    try:
+        dfa = compile_module._compile(node, Limits())
+    finally:
+        compile_module.minimise = original
+    assert calls and dfa.n_states <= NEAR_MINIMAL * minimal_state_count(dfa)
+    for text in ["xaaaz", "aa", "a_b", "a" * 12 + "!", "é"]:
+        assert dfa.matches(text.encode()) == (re.search("(?:a\\w(?:\\w){1,3}){1,3}", text) is not None), text

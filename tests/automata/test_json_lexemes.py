@@ -11,36 +11,11 @@ import time
 
 import pytest
 
-from grammask.automata import START, ByteDFA, compile_regex
+from grammask.automata import compile_regex
 from grammask.automata.compile import _compile
 from grammask.ir import regex as rx
 from grammask.limits import DEFAULT_LIMITS
-
-
-def minimal_state_count(dfa: ByteDFA) -> int:
-    """States of the minimal equivalent DFA, by Moore's refinement over the byte table."""
-    table = dfa.transitions.tolist()
-    block = [int(a) for a in dfa.accepting]
-    count = len(set(block))
-    while True:
-        signatures: dict[tuple, int] = {}
-        block = [
-            signatures.setdefault((block[s], *[block[t] for t in row]), len(signatures)) for s, row in enumerate(table)
-        ]
-        if len(signatures) == count:
-            return count
-        count = len(signatures)
-
-
-def reachable_count(dfa: ByteDFA) -> int:
-    table = dfa.transitions.tolist()
-    seen, stack = {0, START}, [START]
-    while stack:
-        for t in set(table[stack.pop()]) - seen:
-            seen.add(t)
-            stack.append(t)
-    return len(seen)
-
+from tests.automata.test_compile_regex import NEAR_MINIMAL, minimal_state_count, reachable_count
 
 HEX = rx.char_class([(ord("0"), ord("9")), (ord("a"), ord("f")), (ord("A"), ord("F"))])
 WS = rx.repeat(rx.char_class([(9, 10), (13, 13), (32, 32)]), 0, 20)
@@ -181,10 +156,10 @@ def mutate(text: str, rng: random.Random) -> str:
 
 
 @pytest.mark.parametrize("name", sorted(LEXEMES))
-def test_json_lexeme_is_minimal_and_exact(name: str) -> None:
+def test_json_lexeme_is_trim_near_minimal_and_exact(name: str) -> None:
     node = LEXEMES[name]
     dfa = compile_regex(node)
-    assert minimal_state_count(dfa) == dfa.n_states
+    assert dfa.n_states <= NEAR_MINIMAL * minimal_state_count(dfa)
     assert reachable_count(dfa) == dfa.n_states
     assert dfa.live[1:].all()
     reference = re.compile(to_pattern(node), re.DOTALL)
@@ -204,4 +179,4 @@ def test_shared_continuations_keep_subset_construction_small() -> None:
     start = time.process_time()
     dfa = _compile(node, DEFAULT_LIMITS)  # uncached
     assert time.process_time() - start < 0.5  # ~10 ms measured; loose for a shared machine
-    assert minimal_state_count(dfa) == dfa.n_states
+    assert dfa.n_states <= NEAR_MINIMAL * minimal_state_count(dfa)  # unshared: many times larger
