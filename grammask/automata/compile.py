@@ -190,7 +190,7 @@ def _from_parts(node: rx.RegexNode, limits: Limits, made: bool) -> ByteDFA | Non
     if isinstance(node, rx.Concat):
         # Parts of the tree are cached (shared pieces are compiled once per process); the parts
         # `_hoist` makes are built each time, lest they crowd the lexemes out of the cache.
-        own = () if made else {id(item) for item in node.items}
+        own = {id(item) for item in node.items}
         parts: list[ByteDFA] = []
         for ascii, group in groupby(_hoist(node.items), _is_ascii):
             if ascii:
@@ -200,10 +200,8 @@ def _from_parts(node: rx.RegexNode, limits: Limits, made: bool) -> ByteDFA | Non
                 parts.extend(_part(item, limits, id(item) not in own) for item in group)
         return concat_dfas(parts, max_states)
     if isinstance(node, rx.Alt):
-        if len(node.items) != 2 or rx.EMPTY not in node.items:
-            return None
-        branch = node.items[1] if node.items[0] == rx.EMPTY else node.items[0]
-        return optional_dfa(_part(branch, limits, made), max_states)
+        branch = _optional_branch(node)
+        return None if branch is None else optional_dfa(_part(branch, limits, made), max_states)
     if not isinstance(node, rx.Repeat) or node.size > limits.max_regex_size:
         return None
     check_deadline("building a lexeme's automaton")
@@ -240,16 +238,22 @@ def _hoist(items: Sequence[rx.RegexNode]) -> Sequence[rx.RegexNode]:
 
 def _moved_behind(optional: rx.RegexNode, w: rx.RegexNode) -> rx.RegexNode | None:
     """`(X W)?` where `optional` is `(W X)?`, else None."""
-    if isinstance(optional, rx.Alt) and len(optional.items) == 2 and rx.EMPTY in optional.items:
-        branch = optional.items[1] if optional.items[0] == rx.EMPTY else optional.items[0]
-    elif isinstance(optional, rx.Repeat) and optional.min == 0 and optional.max == 1:
-        branch = optional.item
-    else:
+    branch = _optional_branch(optional)
+    if branch is None:
         return None
     if branch == w:
         return rx.optional(w)
     if isinstance(branch, rx.Concat) and branch.items[0] == w:
         return rx.optional(rx.concat(*branch.items[1:], w))
+    return None
+
+
+def _optional_branch(node: rx.RegexNode) -> rx.RegexNode | None:
+    """`X` where `node` is `X | ε` or `X?`, else None."""
+    if isinstance(node, rx.Alt) and len(node.items) == 2 and rx.EMPTY in node.items:
+        return node.items[1] if node.items[0] == rx.EMPTY else node.items[0]
+    if isinstance(node, rx.Repeat) and node.min == 0 and node.max == 1:
+        return node.item
     return None
 
 
