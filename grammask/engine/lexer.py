@@ -18,6 +18,7 @@ State 0 is dead: no pair alive, its row all zeros.
 
 from __future__ import annotations
 
+import mmap
 import threading
 from array import array
 from collections.abc import Callable, Sequence
@@ -43,6 +44,14 @@ _RESERVED_STATES = 1 << 16
 _ROW_BYTES = 4 * 256 + 80
 
 
+def _zero_rows(n: int) -> np.ndarray:
+    """A zeroed `(n, 256)` int32 table in pages of its own, without the huge-page advice numpy
+    gives large arrays: rows are written a lexeme's block at a time, scattered over tens of
+    megabytes, and a first write into a huge page clears (and may first compact) 2 MiB, which cost
+    twice as much per block as small pages on the benchmark machine."""
+    return np.frombuffer(mmap.mmap(-1, n * 256 * 4), dtype=np.int32).reshape(n, 256)
+
+
 class Lexer:
     """The lexer of one grammar: `dfa(k)` gives the DFA of lexeme terminal `k` (compiled on demand)."""
 
@@ -60,7 +69,7 @@ class Lexer:
         # only address space until a row is written, and growing (copying) a table of tens of
         # megabytes would stall the step that crossed a power of two.
         capacity = min(self._limit, _RESERVED_STATES)
-        self.table = np.zeros((capacity, 256), dtype=np.int32)
+        self.table = _zero_rows(capacity)
         self.expanded = np.zeros(capacity, dtype=bool)
         self.expanded[0] = True
         self.accepting = np.zeros(capacity, dtype=bool)
@@ -207,7 +216,7 @@ class Lexer:
 
     def _grow(self) -> None:
         capacity = 2 * len(self.expanded)
-        table = np.zeros((capacity, 256), dtype=np.int32)
+        table = _zero_rows(capacity)
         table[: len(self.table)] = self.table
         self.table = table
         self.expanded = np.concatenate([self.expanded, np.zeros(capacity - len(self.expanded), dtype=bool)])
