@@ -259,7 +259,7 @@ class Lexer:
 
     def ensure(self, states: np.ndarray) -> None:
         """Compute the rows of the given states that are not computed yet."""
-        if self.expanded[states].all():
+        if len(states) == 1 and self.expanded[states[0]] or self.expanded[states].all():
             return
         with self._lock:
             missing = np.unique(states[~self.expanded[states]])

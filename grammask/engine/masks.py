@@ -184,18 +184,18 @@ class MaskComputer:
     # -- public -----------------------------------------------------------------------------------
 
     def mask(self, config: Config) -> np.ndarray:
-        """The packed int32 bitmask of `config` (cached; read-only)."""
+        """The packed int32 bitmask of `config` (cached; read-only). A config of one scan that
+        does not accept, as most are, has its scan's mask: no entry of its own."""
+        scans = config.scans
+        if len(scans) == 1 and not config.accepting:
+            return self._scan_mask(*scans[0])
         key = ("mask", config.number)
         found = self.cache.get(key)
         if found is None:
-            scans = config.scans
-            if len(scans) == 1 and not config.accepting:
-                found = self._scan_mask(*scans[0])
-            else:
-                found = self.eos_mask.copy() if config.accepting else np.zeros(self.words, dtype=np.int32)
-                for earley_set, state in scans:
-                    found |= self._scan_mask(earley_set, state)
-                found.flags.writeable = False
+            found = self.eos_mask.copy() if config.accepting else np.zeros(self.words, dtype=np.int32)
+            for earley_set, state in scans:
+                found |= self._scan_mask(earley_set, state)
+            found.flags.writeable = False
             self.cache.put(key, found, found.nbytes)
         return found
 
@@ -261,9 +261,13 @@ class MaskComputer:
         if found is not None:  # a mask alone when nothing is unsure, as most are (see below)
             return (found, _SURE) if isinstance(found, np.ndarray) else found
         walk = self.walk(state)
+        tokens = state == abstract.lex_start and abstract.tokens
+        if not walk.splits and not tokens:  # inside a lexeme, as most scans are: the walk's mask
+            self.cache.put(key, walk.alive, walk.alive.nbytes)  # (a copy would only cost memory)
+            return walk.alive, _SURE
         packed = walk.alive.copy()
         unsure = _merge([self._check_splits(abstract, splits, packed) for splits in walk.splits], packed)
-        if state == abstract.lex_start and abstract.tokens:
+        if tokens:
             _set_bits(packed, np.fromiter(abstract.tokens, dtype=np.int64))
         packed.flags.writeable = False
         # The array alone, not a pair with `_SURE`: an array is one object the garbage collector
