@@ -279,8 +279,7 @@ class MaskComputer:
         """Set in `packed` the tokens below split nodes whose remaining bytes can follow at
         `earley_set`; return what is unsure."""
         unsure_nodes, unsure_tokens = [], []
-        for state, chosen in self._by_accepted(splits.states):
-            group = splits.nodes[chosen]
+        for state, group in self._by_accepted(splits):
             allowed, node_doubt, tokens, offsets = self._split_group(earley_set, splits.index, state, group)
             _set_bits(packed, allowed)
             if node_doubt:
@@ -359,12 +358,15 @@ class MaskComputer:
         self.cache.put(key, found, found.nbytes)
         return found
 
-    def _by_accepted(self, states: np.ndarray) -> list[tuple[int, np.ndarray]]:
-        """`states` grouped by the lexemes they accept: one state of each group and the positions
-        of the group's states. What follows the end of a lexeme depends only on which lexemes
-        ended, and many lexer states (every count inside a bounded repeat) end the same ones."""
+    def _by_accepted(self, splits: Splits) -> list[tuple[int, np.ndarray]]:
+        """Split nodes grouped by the lexemes their states accept: one state of each group and the
+        group's nodes. What follows the end of a lexeme depends only on which lexemes ended, and
+        many lexer states (every count inside a bounded repeat) end the same ones."""
+        states = splits.states
         first, inverse = _groups(self.lexer.accept_class[states])
-        return [(int(states[i]), np.flatnonzero(inverse == j)) for j, i in enumerate(first.tolist())]
+        if len(first) == 1:  # the common case: no copy
+            return [(int(states[0]), splits.nodes)]
+        return [(int(states[i]), splits.nodes[inverse == j]) for j, i in enumerate(first.tolist())]
 
     def walk(self, state: int) -> TokenWalk:
         """What lexer state `state` does to every text token (cached).
