@@ -434,6 +434,16 @@ class Parser:
         scans: Iterable[tuple[EarleySet, int]] = config.scans
         accepting = config.accepting
         step, accepts = self.lexer.step, self.lexer.accepts
+        if len(config.scans) == 1 and data:  # inside one lexeme, as most tokens are: no sets to build
+            (earley_set, state), *_ = config.scans
+            for byte in data:
+                state = step(state, byte)
+                if not state:
+                    return None
+                if accepts[state]:
+                    break  # a lexeme may end here: the general loop below
+            else:
+                return self._config(((earley_set, state),), False)
         for byte in data:
             # An Earley set can appear with several lexer states: hash-consing may make the sets of
             # two positions one object when they continue alike.
@@ -478,12 +488,14 @@ class Parser:
                 made = self.config_after_set(self.complete(earley_set, terminals))
                 scans.update(made.scans)
                 accepting |= made.accepting
+        result = None
         if token_bytes and not is_special:  # the token as text
-            stepped = self.step_bytes(config, token_bytes)
-            if stepped is not None:
-                scans.update(stepped.scans)
-                accepting |= stepped.accepting
-        result = self._config(scans, accepting) if scans or accepting else None
+            result = self.step_bytes(config, token_bytes)
+        if scans or accepting:  # the token as a terminal too: both ways
+            if result is not None:
+                scans.update(result.scans)
+                accepting |= result.accepting
+            result = self._config(scans, accepting)
         self.cache.put(key, result, OBJECT_BYTES)
         return result
 

@@ -1,10 +1,12 @@
 """The Earley parser over lexemes, checked on whole texts (no vocabulary)."""
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grammask.engine.parser import nullable_nonterminals
+from grammask.engine.parser import Config, nullable_nonterminals
 from grammask.engine.recognize import accepts, accepts_prefix, parser_for
 from grammask.errors import GrammarError
 from grammask.ir import regex as rx
@@ -86,6 +88,27 @@ def test_prefix_never_dead_ends():
     grammar = Grammar({"root": alt(seq(literal("a"), ref("b")), literal("c")), "b": seq(literal("b"), ref("b"))})
     assert not accepts_prefix(grammar, "a")
     assert accepts(grammar, "c")
+
+
+_RUNS = parser_for(Grammar({"root": seq(star(literal("ab")), literal("abc"))}))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text("abc", max_size=12))
+def test_stepping_bytes_agrees_with_re_at_once_and_one_by_one(text: str) -> None:
+    # Several bytes at once take a shortcut while one lexeme stays alive and none ends ("a" of
+    # "ab" and "abc"); they must reach the config (hash-consed: the same object) that the bytes
+    # reach one at a time, and accept what Python's `re` does.
+    data = text.encode()
+    at_once = _RUNS.step_bytes(_RUNS.initial, data)
+    one_by_one: Config | None = _RUNS.initial
+    for byte in data:
+        assert one_by_one is not None
+        one_by_one = _RUNS.step_bytes(one_by_one, bytes([byte]))
+        if one_by_one is None:
+            break
+    assert at_once is one_by_one
+    assert (at_once is not None and at_once.accepting) == bool(re.fullmatch("(ab)*abc", text))
 
 
 @settings(max_examples=300, deadline=None)
