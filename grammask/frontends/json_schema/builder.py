@@ -82,13 +82,15 @@ class _Rules:
     each other are a reference cycle, which would keep every expression they captured alive until
     a full garbage collection (a pause in some later decoding step)."""
 
-    def __init__(self, builder: Builder, tag: str, body: Callable[..., g.Expr]) -> None:
+    def __init__(self, builder: Builder, tag: str, body: Callable[..., g.Expr], ptr: str) -> None:
         self.builder = builder
         self.key = (tag, next(builder._objects))
         self.body = body
+        self.name = f"#{ptr} ({tag}"  # the rules' names: the schema's place, the family, the args
 
     def __call__(self, *args: object) -> g.Expr:
-        return self.builder.rule((*self.key, *args), lambda: self.body(self, *args))
+        name = f"{self.name} {', '.join(map(str, args))})" if args else f"{self.name})"
+        return self.builder.rule((*self.key, *args), lambda: self.body(self, *args), name)
 
 
 def _single_word(node: rx.RegexNode) -> str | None:
@@ -213,11 +215,18 @@ class Builder:
             raise GrammarError(f"{reason} (pass lenient=True to drop it)", pointer=ptr)
         self.warnings.append(f"dropped at {ptr or '/'}: {reason}")
 
-    def rule(self, key: object, make) -> g.Expr:
-        """A named rule for `key`, built by `make()` once; recursion sees the name before the body."""
+    def rule(self, key: object, make, name: str) -> g.Expr:
+        """A rule for `key`, built by `make()` once; recursion sees the name before the body.
+        `name` says where in the schema it comes from (its JSON Pointer, as `#/$defs/item`), so
+        that an error about the rule names that place; a `<...>` name marks a helper (a long
+        string's blocks), which errors skip for the rules that use it."""
         if key not in self._named:
             check_deadline("building the schema's rules")
-            name = f"r{len(self._named)}"
+            unique, n = name, 1
+            while unique in self.rules or unique == "root":
+                n += 1
+                unique = f"{name} ({n})"
+            name = unique
             self._named[key] = name
             self.rules[name] = g.FAIL
             self.rules[name] = make()
@@ -306,15 +315,21 @@ class Builder:
             return self.rule(
                 (target, self._depth(depth)),
                 lambda: self.build(self.flatten(self.doc.at(target), target, (target,)), target, depth),
+                self._at(target, depth),
             )
-        return self._own_rule_if_large(self.build(self.flatten(schema, ptr), ptr, depth))
+        return self._own_rule_if_large(self.build(self.flatten(schema, ptr), ptr, depth), ptr, depth)
 
-    def _own_rule_if_large(self, expr: g.Expr) -> g.Expr:
+    def _own_rule_if_large(self, expr: g.Expr, ptr: str, depth: int) -> g.Expr:
         """A lexeme too large to inline becomes a rule, so the containers around it stay rules
         instead of growing one lexeme by every nesting level (a 500-deep array is 500 rules)."""
         if isinstance(expr, g.Lex) and rx.size(expr.regex) > INLINE_REGEX_SIZE:
-            return self.rule(("lexeme", expr), lambda: expr)
+            return self.rule(("lexeme", expr), lambda: expr, self._at(ptr, depth))
         return expr
+
+    def _at(self, ptr: str, depth: int) -> str:
+        """A rule's name for the schema at `ptr` (with its nesting depth where layout depends on it)."""
+        depth = self._depth(depth)
+        return f"#{ptr}" + (f" at depth {depth}" if depth else "")
 
     def _depth(self, depth: int) -> int:
         return depth if self.ws.indent is not None else 0
@@ -322,7 +337,11 @@ class Builder:
     def build(self, s: dict, ptr: str, depth: int) -> g.Expr:
         """A value valid under the flattened schema `s`."""
         if not s:
-            return self.rule(("any", self._depth(depth)), lambda: self._build({"type": ["null"]}, ptr, depth, True))
+            return self.rule(
+                ("any", self._depth(depth)),
+                lambda: self._build({"type": ["null"]}, ptr, depth, True),
+                "<any value>" if not self._depth(depth) else f"<any value at depth {self._depth(depth)}>",
+            )
         return self._build(s, ptr, depth)
 
     def _build(self, s: dict, ptr: str, depth: int, anything: bool = False) -> g.Expr:
@@ -773,13 +792,15 @@ class Builder:
                 return full
             return g.alt(g.lex(rx.concat(rx.repeat(_ANY_CHAR_JSON, lo, n - 1), _QUOTE)), full)
 
-        return self.rule(("chunks", lo, hi), make)
+        return self.rule(("chunks", lo, hi), make, f"<{lo} to {hi} string characters>")
 
     def _block(self, k: int) -> g.Expr:
         """Exactly 2**k characters."""
         if 2**k <= LEXEME_REPEAT_MAX:
             return g.lex(rx.repeat(_ANY_CHAR_JSON, 2**k, 2**k))
-        return self.rule(("block", k), lambda: g.seq(self._block(k - 1), self._block(k - 1)))
+        return self.rule(
+            ("block", k), lambda: g.seq(self._block(k - 1), self._block(k - 1)), f"<{2**k} string characters>"
+        )
 
     def _exactly(self, n: int) -> g.Expr:
         return g.seq(*(self._block(k) for k in reversed(range(n.bit_length())) if n >> k & 1))
@@ -789,10 +810,15 @@ class Builder:
         if n <= LEXEME_REPEAT_MAX:
             return g.lex(rx.repeat(_ANY_CHAR_JSON, 0, n))
         k = n.bit_length() - 1
-        full = self.rule(("upto", 2**k - 1), lambda: g.seq(g.opt(self._block(k - 1)), self._up_to(2 ** (k - 1) - 1)))
+        full = self.rule(
+            ("upto", 2**k - 1),
+            lambda: g.seq(g.opt(self._block(k - 1)), self._up_to(2 ** (k - 1) - 1)),
+            f"<up to {2**k - 1} string characters>",
+        )
+        name = f"<up to {n} string characters>"
         if n == 2 ** (k + 1) - 1:
-            return self.rule(("upto", n), lambda: g.seq(g.opt(self._block(k)), full))
-        return self.rule(("upto", n), lambda: g.alt(full, g.seq(self._block(k), self._up_to(n - 2**k))))
+            return self.rule(("upto", n), lambda: g.seq(g.opt(self._block(k)), full), name)
+        return self.rule(("upto", n), lambda: g.alt(full, g.seq(self._block(k), self._up_to(n - 2**k))), name)
 
     # -- containers --------------------------------------------------------------------------
 
@@ -875,7 +901,7 @@ class Builder:
                 *([g.seq(comma, hit, state(k + 1))] if k < c_hi else []),
             )
 
-        state = _Rules(self, "contains", after)
+        state = _Rules(self, "contains", after, ptr)
         for k in reversed(range(c_hi + 1)):  # bottom-up: no recursion as deep as maxContains
             state(k)
         first = g.alt(g.seq(miss, state(0)), *([g.seq(hit, state(1))] if c_hi > 0 else []))
@@ -901,7 +927,7 @@ class Builder:
             more = [g.seq(comma, lits[i], state(used | {i})) for i in range(len(values)) if i not in used]
             return g.alt(*([g.EMPTY_SEQ] if len(used) >= lo else []), *(more if len(used) < cap else []))
 
-        state = _Rules(self, "unique", body)
+        state = _Rules(self, "unique", body, ptr)
         first = g.alt(*(g.seq(lits[i], state(frozenset({i}))) for i in range(len(values))))
         filled = g.seq(g.lex(self.ws.open("[", depth)), first, g.lex(self.ws.close("]", depth)))
         return g.alt(g.lex(self.ws.empty("[]")), filled) if lo == 0 else filled
@@ -970,7 +996,7 @@ class Builder:
             present = g.FAIL if hi is not None and count >= hi else g.seq(sep, items[i][1], state(i + 1, nxt))
             return present if items[i][0] else g.alt(present, state(i + 1, count))
 
-        state = _Rules(self, "object", body)
+        state = _Rules(self, "object", body, ptr)
         if (len(items) + 1) * (cap + 1) <= 4096:
             for i in reversed(range(len(items) + 1)):  # bottom-up, so long objects need no deep recursion
                 for count in range(min(i, cap) + 1):

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grammask.engine.recognize import accepts
+from grammask.engine.recognize import accepts, parser_for
 from grammask.errors import GrammarError
 from grammask.frontends.json_schema import Whitespace, grammar_from_json_schema
 
@@ -345,6 +345,17 @@ def test_escapes_decode_before_patterns_and_lengths():
 def test_clear_errors(schema, fragment):
     with pytest.raises(GrammarError, match=fragment):
         grammar_from_json_schema(schema)
+
+
+def test_a_lexeme_over_a_limit_names_the_places_in_the_schema():
+    # Rules are named by the JSON Pointer of the schema they come from (an object's rules by its
+    # member states), so a compile error says where in the schema the lexeme is.
+    code = {"type": "string", "pattern": "^[ab]*a[ab]{20}$"}  # 2**21 states as a DFA
+    node = {"type": "object", "properties": {"code": code, "next": {"$ref": "#/$defs/node"}}}
+    parser = parser_for(grammar_from_json_schema({"$defs": {"node": node}, "$ref": "#/$defs/node"}))
+    with pytest.raises(GrammarError) as raised:
+        parser.compile_lexemes()
+    assert str(raised.value).startswith("in the lexeme of rules '# (object 0, 0)', '#/$defs/node (object 0, 0)': ")
 
 
 def test_nullable_adds_null():
