@@ -5,6 +5,8 @@ key, so an entry can be dropped at any time and computed again, and memory stays
 a process runs. A compiled grammar keeps one for everything the engine learns while decoding
 (`Limits.max_cache_bytes`); `grammask.automata.compile` keeps one for lexeme DFAs. Sizes are exact
 for numpy arrays (masks, walks, DFA tables, which dominate) and estimates for small Python objects.
+An array that several entries hold (a mask that is both a walk's and a scan's) is counted once,
+for as long as one of them holds it.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ _MISSING = object()
 class LRUCache:
     """A thread-safe LRU mapping bounded by the estimated bytes of its values."""
 
-    __slots__ = ("budget", "_data", "_sizes", "_bytes", "_lock", "_hits", "_misses", "_evictions")
+    __slots__ = ("budget", "_data", "_sizes", "_shares", "_held", "_bytes", "_lock", "_hits", "_misses", "_evictions")
 
     def __init__(self, budget: int) -> None:
         self.budget = budget
@@ -52,6 +54,9 @@ class LRUCache:
         # Sizes apart from values: a (value, size) pair per entry would be one more object for the
         # garbage collector to scan, and caches hold tens of thousands of entries.
         self._sizes: dict[Hashable, int] = {}
+        #: per entry with shared arrays: their ids and sizes; per such array: how many entries hold it
+        self._shares: dict[Hashable, tuple[tuple[int, int], ...]] = {}
+        self._held: dict[int, int] = {}
         self._bytes = 0
         self._lock = threading.Lock()
         self._hits = self._misses = self._evictions = 0
@@ -67,25 +72,45 @@ class LRUCache:
             self._hits += 1
             return found
 
-    def put(self, key: Hashable, value: Any, nbytes: int = OBJECT_BYTES) -> Any:
+    def put(self, key: Hashable, value: Any, nbytes: int = OBJECT_BYTES, shared: tuple[Any, ...] = ()) -> Any:
         """Store `value` under `key`, evicting the least recently used entries over the budget.
-        Returns `value`."""
+        `nbytes` is what `value` holds apart from `shared`: arrays in it that other entries may
+        hold too, each counted once however many entries hold it. Returns `value`."""
         nbytes += OBJECT_BYTES  # the key and the bookkeeping
         with self._lock:
-            self._data.pop(key, None)
-            self._bytes += nbytes - self._sizes.pop(key, 0)
+            if key in self._data:
+                self._drop(key)
             self._data[key] = value
             self._sizes[key] = nbytes
+            self._bytes += nbytes
+            if shared:
+                arrays = self._shares[key] = tuple((id(array), array.nbytes) for array in shared)
+                for array_id, size in arrays:
+                    held = self._held.get(array_id, 0)
+                    self._held[array_id] = held + 1
+                    if not held:
+                        self._bytes += size
             while self._bytes > self.budget and len(self._data) > 1:
-                evicted, _ = self._data.popitem(last=False)
-                self._bytes -= self._sizes.pop(evicted)
+                self._drop(next(iter(self._data)))
                 self._evictions += 1
         return value
+
+    def _drop(self, key: Hashable) -> None:
+        del self._data[key]
+        self._bytes -= self._sizes.pop(key)
+        for array_id, size in self._shares.pop(key, ()):
+            held = self._held.pop(array_id) - 1
+            if held:
+                self._held[array_id] = held
+            else:
+                self._bytes -= size
 
     def clear(self) -> None:
         with self._lock:
             self._data.clear()
             self._sizes.clear()
+            self._shares.clear()
+            self._held.clear()
             self._bytes = 0
 
     @property

@@ -2,6 +2,8 @@
 
 import threading
 
+import numpy as np
+
 from grammask.lru import OBJECT_BYTES, LRUCache
 
 
@@ -39,3 +41,23 @@ def test_threads_keep_the_accounting_exact():
     for t in threads:
         t.join()
     assert cache.nbytes == len(cache) * (8 + OBJECT_BYTES) <= cache.budget
+
+
+def test_an_array_held_by_several_entries_is_counted_once_while_one_holds_it():
+    cache = LRUCache(budget=10**6)
+    mask = np.zeros(1000, dtype=np.int32)  # 4000 bytes
+    cache.put("walk", (mask, "splits"), 50, (mask,))
+    cache.put("scan", mask, 0, (mask,))
+    assert cache.nbytes == 4000 + 50 + 2 * OBJECT_BYTES
+    cache.put("scan", mask, 0, (mask,))  # replaced: still one holder more, not two
+    assert cache.nbytes == 4000 + 50 + 2 * OBJECT_BYTES
+    small = LRUCache(budget=4000 + 50 + 2 * OBJECT_BYTES)
+    small.put("walk", (mask, "splits"), 50, (mask,))
+    small.put("scan", mask, 0, (mask,))
+    small.put("other", 1, 0)  # over the budget: "walk" goes, "scan" still holds the mask
+    assert small.get("walk") is None and small.get("scan") is mask
+    assert small.nbytes == 4000 + 2 * OBJECT_BYTES
+    small.put("more", 2, 3000)  # now "other" and "scan" go, and the mask's bytes with the last holder
+    assert small.get("scan") is None and len(small) == 1 and small.nbytes == 3000 + OBJECT_BYTES
+    small.clear()
+    assert small.nbytes == 0 and not small._held

@@ -66,8 +66,10 @@ class TokenWalk:
     splits: tuple[Splits, ...]
 
     @property
-    def nbytes(self) -> int:
-        return self.alive.nbytes + sum(s.nbytes for s in self.splits)
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """Its arrays, which other cache entries may hold too (a scan's mask is often `alive`, a
+        union walk's splits are its lexemes' own)."""
+        return (self.alive, *(a for s in self.splits for a in (s.nodes, s.states)))
 
 
 @dataclass(frozen=True)
@@ -196,7 +198,7 @@ class MaskComputer:
             for earley_set, state in scans:
                 found |= self._scan_mask(earley_set, state)
             found.flags.writeable = False
-            self.cache.put(key, found, found.nbytes)
+            self.cache.put(key, found, 0, (found,))
         return found
 
     def pack(self, allowed: np.ndarray) -> np.ndarray:
@@ -236,7 +238,7 @@ class MaskComputer:
                 ok, _ = self._after_lexeme(earley_set, unsure.tokens, unsure.offsets, unsure.states)
                 _set_bits(found, unsure.tokens[ok])
             found.flags.writeable = False
-        self.cache.put(key, found, found.nbytes)
+        self.cache.put(key, found, 0, (found,))
         return found
 
     def _shared_form(self, earley_set: EarleySet) -> EarleySet:
@@ -263,7 +265,7 @@ class MaskComputer:
         walk = self.walk(state)
         tokens = state == abstract.lex_start and abstract.tokens
         if not walk.splits and not tokens:  # inside a lexeme, as most scans are: the walk's mask
-            self.cache.put(key, walk.alive, walk.alive.nbytes)  # (a copy would only cost memory)
+            self.cache.put(key, walk.alive, 0, (walk.alive,))  # (a copy would only cost memory)
             return walk.alive, _SURE
         packed = walk.alive.copy()
         unsure = _merge([self._check_splits(abstract, splits, packed) for splits in walk.splits], packed)
@@ -272,7 +274,7 @@ class MaskComputer:
         packed.flags.writeable = False
         # The array alone, not a pair with `_SURE`: an array is one object the garbage collector
         # never scans, and a pair that holds `_SURE` would be scanned by every full collection.
-        self.cache.put(key, packed if unsure is _SURE else (packed, unsure), packed.nbytes + unsure.nbytes)
+        self.cache.put(key, packed if unsure is _SURE else (packed, unsure), unsure.nbytes, (packed,))
         return packed, unsure
 
     def _check_splits(self, earley_set: EarleySet, splits: Splits, packed: np.ndarray) -> _Unsure:
@@ -388,7 +390,7 @@ class MaskComputer:
                 else:
                     found = self._walk(state, self._index)
                 self.walks_computed += 1
-            self.cache.put(key, found, found.nbytes)
+            self.cache.put(key, found, 0, found.arrays)
         return found
 
     def _union_walk(self, pairs: tuple[tuple[int, int], ...]) -> TokenWalk:

@@ -5,6 +5,7 @@ is a prefix of some sentence (the byte-level parser, stepping a byte at a time),
 where the grammar names them, and end-of-sequence tokens exactly when s is a sentence.
 """
 
+import dataclasses
 import random
 import zlib
 
@@ -16,6 +17,7 @@ from grammask import assets
 from grammask.bitmask import unpack_bitmask
 from grammask.compiler import CompiledGrammar
 from grammask.engine import kernels
+from grammask.engine.tables import TrieIndex
 from grammask.grammar import Grammar
 from grammask.ir import regex as rx
 from grammask.ir.grammar import alt, lex, literal, opt, ref, seq, star, token
@@ -297,6 +299,23 @@ def test_cache_stays_within_its_budget(vocab_llama3):
         assert matcher.advance(token) and twin.advance(token)
     stats = small.cache_stats()
     assert stats.evictions > 0 and stats.bytes <= budget
+    # The count is no lower than the arrays the entries keep alive (shared ones counted once).
+    held = {id(a): a.nbytes for value in small.cache._data.values() for a in _arrays_in(value)}
+    assert 0 < sum(held.values()) <= small.cache.nbytes
+
+
+def _arrays_in(value: object) -> list[np.ndarray]:
+    """The numpy arrays a cached value holds (in tuples and dataclasses, as the engine stores them;
+    not the vocabulary's trie index, which split nodes name and every grammar shares)."""
+    if isinstance(value, TrieIndex):
+        return []
+    if isinstance(value, np.ndarray):
+        return [value]
+    if isinstance(value, tuple):
+        return [a for item in value for a in _arrays_in(item)]
+    if dataclasses.is_dataclass(value):
+        return [a for f in dataclasses.fields(value) for a in _arrays_in(getattr(value, f.name))]
+    return []
 
 
 @pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
