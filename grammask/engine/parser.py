@@ -435,7 +435,7 @@ class Parser:
         accepting = config.accepting
         step, accepts = self.lexer.step, self.lexer.accepts
         if len(config.scans) == 1 and data:  # inside one lexeme, as most tokens are: no sets to build
-            (earley_set, state), *_ = config.scans
+            ((earley_set, state),) = config.scans
             for byte in data:
                 state = step(state, byte)
                 if not state:
