@@ -224,11 +224,17 @@ class MaskComputer:
     # -- per scan ---------------------------------------------------------------------------------
 
     def _scan_mask(self, earley_set: EarleySet, state: int) -> np.ndarray:
-        """The packed mask of the tokens one scan allows (cached per scan; read-only)."""
+        """The packed mask of the tokens one scan allows (cached per scan; read-only). Inside a
+        lexeme (no split node, no token terminal), as most scans are, it is the walk's mask
+        whatever the set: no abstract set is looked for, and no second entry made."""
         key = ("scan", earley_set.number, state)
         found = self.cache.get(key)
         if found is not None:
             return found
+        walk = self.walk(state)
+        if not walk.splits and not (state == earley_set.lex_start and earley_set.tokens):
+            self.cache.put(key, walk.alive, 0, (walk.alive,))
+            return walk.alive
         found, unsure = self._abstract_scan(self._shared_form(earley_set), state)
         if not unsure.empty:  # decide what the abstract set could not, from the concrete one
             found = found.copy()
@@ -262,14 +268,10 @@ class MaskComputer:
         found = self.cache.get(key)
         if found is not None:  # a mask alone when nothing is unsure, as most are (see below)
             return (found, _SURE) if isinstance(found, np.ndarray) else found
-        walk = self.walk(state)
-        tokens = state == abstract.lex_start and abstract.tokens
-        if not walk.splits and not tokens:  # inside a lexeme, as most scans are: the walk's mask
-            self.cache.put(key, walk.alive, 0, (walk.alive,))  # (a copy would only cost memory)
-            return walk.alive, _SURE
+        walk = self.walk(state)  # (with a split node or a token terminal: see `_scan_mask`)
         packed = walk.alive.copy()
         unsure = _merge([self._check_splits(abstract, splits, packed) for splits in walk.splits], packed)
-        if tokens:
+        if state == abstract.lex_start and abstract.tokens:
             _set_bits(packed, np.fromiter(abstract.tokens, dtype=np.int64))
         packed.flags.writeable = False
         # The array alone, not a pair with `_SURE`: an array is one object the garbage collector
