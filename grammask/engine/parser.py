@@ -436,12 +436,14 @@ class Parser:
         step, accepts = self.lexer.step, self.lexer.accepts
         if len(config.scans) == 1 and data:  # inside one lexeme, as most tokens are: no sets to build
             ((earley_set, state),) = config.scans
-            for byte in data:
-                state = step(state, byte)
-                if not state:
+            for i, byte in enumerate(data):
+                after = step(state, byte)
+                if not after:
                     return None
-                if accepts[state]:
-                    break  # a lexeme may end here: the general loop below
+                if accepts[after]:  # a lexeme may end at this byte: the loop below goes on from it
+                    scans, data = ((earley_set, state),), data[i:]
+                    break
+                state = after
             else:
                 return self._config(((earley_set, state),), False)
         for byte in data:
