@@ -337,10 +337,11 @@ class Builder:
     def build(self, s: dict, ptr: str, depth: int) -> g.Expr:
         """A value valid under the flattened schema `s`."""
         if not s:
+            layout = self._depth(depth)
             return self.rule(
-                ("any", self._depth(depth)),
+                ("any", layout),
                 lambda: self._build({"type": ["null"]}, ptr, depth, True),
-                "<any value>" if not self._depth(depth) else f"<any value at depth {self._depth(depth)}>",
+                f"<any value at depth {layout}>" if layout else "<any value>",
             )
         return self._build(s, ptr, depth)
 
