@@ -26,7 +26,8 @@ def _walk_trie(
     frontier_state: np.ndarray,
     table: np.ndarray,
     expanded: np.ndarray,
-    accepting: np.ndarray,
+    boundary: np.ndarray,
+    follows: np.ndarray,
     first_child: np.ndarray,
     child_end: np.ndarray,
     edge: np.ndarray,
@@ -46,8 +47,9 @@ def _walk_trie(
 
     Sets in `alive` (packed uint32) the tokens that keep the lexer alive to their end, and adds to
     `split_nodes`/`split_states` (from `n_split` on) the nodes where a lexeme is complete and
-    tokens go on below. A node whose lexer state has no row yet goes to `pending` instead of being
-    walked below. Returns the new number of split nodes and the number of pending nodes."""
+    tokens go on below with a byte that can begin a next lexeme (`Lexer.boundary`). A node whose
+    lexer state has no row yet goes to `pending` instead of being walked below. Returns the new
+    number of split nodes and the number of pending nodes."""
     # Breadth first: children of a sorted frontier are contiguous and sorted, so every array is
     # read in order (a depth-first order would jump around the whole trie).
     n = len(first_child)
@@ -72,10 +74,14 @@ def _walk_trie(
                     token = sorted_tokens[k]
                     alive[token >> 5] |= np.uint32(1) << np.uint32(token & 31)
                 if has_below[child]:
-                    if accepting[after]:
-                        split_nodes[n_split] = child
-                        split_states[n_split] = after
-                        n_split += 1
+                    row = boundary[after]
+                    if row != 0:
+                        for below in range(first_child[child], child_end[child]):
+                            if follows[row, edge[below]]:
+                                split_nodes[n_split] = child
+                                split_states[n_split] = after
+                                n_split += 1
+                                break
                     if expanded[after]:
                         following[new_size] = child
                         following_state[new_size] = after
@@ -98,7 +104,8 @@ def _cross_tokens(
     starts: np.ndarray,
     table: np.ndarray,
     expanded: np.ndarray,
-    accepting: np.ndarray,
+    boundary: np.ndarray,
+    follows: np.ndarray,
     flat_bytes: np.ndarray,
     token_start: np.ndarray,
     token_len: np.ndarray,
@@ -109,8 +116,9 @@ def _cross_tokens(
 
     Returns `(ok, died, entry, after, ended, missing)`: `ok[i]` when some lexeme stays alive to
     the token's end, `died[i]` when every one dies on the way (or there is none), and every
-    position before the end where a lexeme is complete, as (i, the position after the lexeme,
-    the lexer state there), token by token. Where a state on the way has no row yet, `missing`
+    position before the end where a lexeme is complete and the next byte can begin a next lexeme
+    (`Lexer.boundary`), as (i, the position after the lexeme, the lexer state there), token by
+    token. Where a state on the way has no row yet, `missing`
     lists such states and the rest is not meaningful: the caller computes them and calls again."""
     n = len(tokens)
     ok = np.zeros(n, dtype=np.bool_)
@@ -153,7 +161,8 @@ def _cross_tokens(
                 if position == end:
                     ok[i] = True
                     break
-                if accepting[state]:
+                row = boundary[state]
+                if row != 0 and follows[row, flat_bytes[base + position]]:
                     entry[n_split] = i
                     after[n_split] = position
                     ended[n_split] = state
@@ -276,9 +285,10 @@ def warm_up() -> None:
     one = np.zeros(1, dtype=np.int64)
     tokens = np.zeros(1, dtype=np.int32)
     tokens.flags.writeable = False  # as a trie's arrays are: numba types read-only arrays apart
+    boundary, follows = np.zeros(2, dtype=np.int32), np.zeros((1, 256), dtype=bool)  # as `Lexer` has them
     walk_trie(
         one, np.ones(1, dtype=np.int32), np.zeros((2, 256), dtype=np.int32), np.ones(2, dtype=bool),
-        np.zeros(2, dtype=bool), one, one, np.zeros(1, dtype=np.int32), one, one, np.zeros(1, dtype=bool),
+        boundary, follows, one, one, np.zeros(1, dtype=np.int32), one, one, np.zeros(1, dtype=bool),
         tokens, np.zeros(1, dtype=np.uint32), one.copy(), np.zeros(1, dtype=np.int32), 0,
         one.copy(), np.zeros(1, dtype=np.int32),
     )  # fmt: skip
@@ -300,5 +310,5 @@ def warm_up() -> None:
     for table in (bounds[None, :], np.stack([bounds, bounds])):  # one lexeme boundary, and several
         cross_tokens(
             one, one, one, table, np.ones(1, dtype=np.int32), np.zeros((2, 256), dtype=np.int32),
-            np.ones(2, dtype=bool), np.zeros(2, dtype=bool), data, starts, lengths,
+            np.ones(2, dtype=bool), boundary, follows, data, starts, lengths,
         )  # fmt: skip

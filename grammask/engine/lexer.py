@@ -53,10 +53,12 @@ def _zero_rows(n: int) -> np.ndarray:
 
 
 class Lexer:
-    """The lexer of one grammar: `dfa(k)` gives the DFA of lexeme terminal `k` (compiled on demand)."""
+    """The lexer of one grammar: `dfa(k)` gives the DFA of lexeme terminal `k` (compiled on demand),
+    and `follows[k]` the lexemes that may come right after lexeme `k` (`following_lexemes`)."""
 
-    def __init__(self, dfa: Callable[[int], ByteDFA], limits: Limits) -> None:
+    def __init__(self, dfa: Callable[[int], ByteDFA], limits: Limits, follows: Sequence[tuple[int, ...]]) -> None:
         self._dfa = dfa
+        self._follows = follows
         self._limit = limits.max_lexer_states
         self._lock = threading.RLock()
         self._n = 1
@@ -72,14 +74,25 @@ class Lexer:
         self.table = _zero_rows(capacity)
         self.expanded = np.zeros(capacity, dtype=bool)
         self.expanded[0] = True
-        self.accepting = np.zeros(capacity, dtype=bool)
-        #: per state: the terminal whose block holds it (-1: none, see `_single`)
+        #: per state where a lexeme ends and text may go on: the row of `follows` that gives the
+        #: bytes that can begin a next lexeme (0: no lexeme ends there, or none can come after it).
+        #: Token masks look past a lexeme's end only where this says a next lexeme can begin.
+        self.boundary = np.zeros(capacity, dtype=np.int32)
+        self.follows = np.zeros((1, 256), dtype=bool)
+        #: rows of `follows` by their bytes, and per terminal the bytes that can begin it and
+        #: those that can begin a lexeme after it: as 256-bit ints, which OR in a few nanoseconds
+        self._follow_rows: dict[int, int] = {0: 0}
+        self._first_bits: dict[int, int] = {}
+        self._follow_bits: dict[int, int] = {}
+        #: per terminal: the terminal whose block holds it (-1: none, see `_single`)
         self._owner = np.full(capacity, -1, dtype=np.int32)
         #: per state: the terminals whose lexeme is complete there
         self.accepts: list[tuple[int, ...]] = [()]
         #: per state: a number for its `accepts` (states that end the same lexemes share it)
         self.accept_class = np.zeros(capacity, dtype=np.int32)
         self._accept_classes: dict[tuple[int, ...], int] = {(): 0}
+        #: per accept class: its row of `follows`
+        self._class_boundary = [0]
         #: rows as machine-int arrays: indexed as fast as lists, and never scanned by Python's GC
         self._rows: dict[int, array[int]] = {0: array("i", bytes(4 * 256))}
         #: single transitions of states whose row is not made (`step`): `state << 8 | byte` -> target
@@ -97,8 +110,9 @@ class Lexer:
 
     @property
     def nbytes(self) -> int:
-        # The rows filled so far (the rest of the table is untouched address space), flags, owners.
-        tables = self._n * (self.table.itemsize * 256 + 6)
+        # The rows filled so far (the rest of the table is untouched address space), and per state a
+        # flag, its owner, its accept class and its boundary row.
+        tables = self._n * (self.table.itemsize * 256 + 13) + self.follows.nbytes
         sparse = sum(150 + 16 * len(row[0]) for row in self._sparse_rows.values() if row)
         steps = 100 * len(self._steps)
         split = sum(200 + bounds.nbytes + starts.nbytes for bounds, starts in self._starts_by_byte.values())
@@ -169,8 +183,8 @@ class Lexer:
         done = () if is_start else tuple(k for k, s in pairs if self._dfa(k).accepting[s])
         self._pairs[state] = pairs
         self.accepts.append(done)
-        self.accepting[state] = bool(done)
-        self.accept_class[state] = self._accept_class(done)
+        self.accept_class[state] = found = self._accept_class(done)
+        self.boundary[state] = self._class_boundary[found]
         self._ids[key] = state
         return state
 
@@ -196,17 +210,43 @@ class Lexer:
             rows *= base
             rows += source
             self.expanded[block] = True
-            self.accepting[block] = dfa.accepting[1:]
             self._owner[block] = terminal
             choice = ((), (terminal,))
             self.accepts.extend([choice[a] for a in dfa.accepting[1:].tolist()])
-            self.accept_class[block] = np.where(dfa.accepting[1:], self._accept_class(choice[1]), 0)
+            accept_class = self._accept_class(choice[1])
+            self.accept_class[block] = np.where(dfa.accepting[1:], accept_class, 0)
+            self.boundary[block] = np.where(dfa.accepting[1:], self._class_boundary[accept_class], 0)
             self._n += n - 1
             self._bases[terminal] = base
         return base
 
     def _accept_class(self, terminals: tuple[int, ...]) -> int:
-        return self._accept_classes.setdefault(terminals, len(self._accept_classes))
+        found = self._accept_classes.get(terminals)
+        if found is None:
+            found = self._accept_classes[terminals] = len(self._accept_classes)
+            self._class_boundary.append(self._boundary_row(terminals))
+        return found
+
+    def _boundary_row(self, terminals: tuple[int, ...]) -> int:
+        """The row of `follows` for a state where lexemes `terminals` end (added if new)."""
+        bits = 0
+        for k in terminals:
+            found = self._follow_bits.get(k)
+            if found is None:
+                found = 0
+                for j in self._follows[k]:
+                    first = self._first_bits.get(j)
+                    if first is None:
+                        first = self._first_bits[j] = sum(1 << b for b in self._dfa(j).first_bytes.tolist())
+                    found |= first
+                self._follow_bits[k] = found
+            bits |= found
+        row = self._follow_rows.get(bits)
+        if row is None:
+            row = self._follow_rows[bits] = len(self._follow_rows)
+            new = np.array([bits >> b & 1 for b in range(256)], dtype=bool)
+            self.follows = np.concatenate([self.follows, new[None, :]])
+        return row
 
     def _too_many(self) -> GrammarError:
         return GrammarError(
@@ -220,7 +260,7 @@ class Lexer:
         table[: len(self.table)] = self.table
         self.table = table
         self.expanded = np.concatenate([self.expanded, np.zeros(capacity - len(self.expanded), dtype=bool)])
-        self.accepting = np.concatenate([self.accepting, np.zeros(capacity - len(self.accepting), dtype=bool)])
+        self.boundary = np.concatenate([self.boundary, np.zeros(capacity - len(self.boundary), dtype=np.int32)])
         self._owner = np.concatenate([self._owner, np.full(capacity - len(self._owner), -1, dtype=np.int32)])
         self.accept_class = np.concatenate([self.accept_class, np.zeros(capacity - len(self.accept_class), np.int32)])
 

@@ -474,7 +474,7 @@ class MaskComputer:
         while True:
             lexer.ensure(frontier_state)  # rows the walk needs: compute them, walk on from there
             count, n_pending = kernels.walk_trie(
-                frontier, frontier_state, lexer.table, lexer.expanded, lexer.accepting,
+                frontier, frontier_state, lexer.table, lexer.expanded, lexer.boundary, lexer.follows,
                 index.first_child, index.child_end, index.byte, index.end_lo, index.end_hi,
                 index.has_below, trie.sorted_tokens, alive, split_nodes, split_states, count,
                 pending, pending_state,
@@ -535,17 +535,23 @@ class MaskComputer:
                 frontier, frontier_state = children[live], states[live]
                 node_state[frontier] = frontier_state
             live_nodes.append(frontier)
-        accepting = lexer.accepting
+        boundary = lexer.boundary
         listed = [n for n in live_nodes if n is not None]
         if len(listed) < len(live_nodes):  # a large level was dense: read the whole trie
             alive = self.pack(node_state[index.token_node] != 0)
-            nodes = np.flatnonzero(accepting[node_state[:-1]] & index.has_below)
+            nodes = np.flatnonzero((boundary[node_state[:-1]] != 0) & index.has_below)
         else:
             nodes = np.concatenate(listed) if listed else np.zeros(0, dtype=np.int64)
             alive = np.zeros(self.words, dtype=np.int32)
             _set_bits(alive, self._tokens_in(trie, index.end_lo[nodes], index.end_hi[nodes]))
-            nodes = nodes[accepting[node_state[nodes]] & index.has_below[nodes]]
+            nodes = nodes[(boundary[node_state[nodes]] != 0) & index.has_below[nodes]]
         nodes = nodes[nodes > 0]
+        if nodes.size:  # a split only where a child's byte can begin a next lexeme
+            lo, hi = index.first_child[nodes], index.child_end[nodes]
+            counts = hi - lo  # at least one: the nodes have tokens below
+            children = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+            can = lexer.follows[np.repeat(boundary[node_state[nodes]], counts), index.byte[children]]
+            nodes = nodes[np.logical_or.reduceat(can, np.cumsum(counts) - counts)]
         alive.flags.writeable = False
         return TokenWalk(alive, (Splits(index, nodes, node_state[nodes]),) if nodes.size else ())
 
@@ -662,8 +668,8 @@ class MaskComputer:
         if kernels.AVAILABLE:
             while True:
                 *found, missing = kernels.cross_tokens(
-                    tokens, offsets, which, bounds, starts, lexer.table, lexer.expanded, lexer.accepting,
-                    trie.flat_bytes, trie.token_start, trie.token_len,
+                    tokens, offsets, which, bounds, starts, lexer.table, lexer.expanded, lexer.boundary,
+                    lexer.follows, trie.flat_bytes, trie.token_start, trie.token_len,
                 )  # fmt: skip
                 if not missing.size:
                     return _Crossing(*found)
@@ -701,7 +707,9 @@ class MaskComputer:
             index, state, position = index[live], state[live], position[live] + 1
             finished = position == ends[index]
             ok[index[finished]] = True
-            split = ~finished & lexer.accepting[state]
+            rows = lexer.boundary[state]
+            split = ~finished & (rows != 0)
+            split[split] = lexer.follows[rows[split], trie.flat_bytes[starts[index[split]] + position[split]]]
             if split.any():
                 splits.append((index[split], position[split], state[split]))
             index, state, position = index[~finished], state[~finished], position[~finished]

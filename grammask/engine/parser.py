@@ -41,7 +41,7 @@ from grammask.ir.normalise import BNF, terminal_symbol
 from grammask.limits import Limits, check_deadline
 from grammask.lru import OBJECT_BYTES, LRUCache
 
-__all__ = ["Config", "EarleySet", "Parser", "nullable_nonterminals"]
+__all__ = ["Config", "EarleySet", "Parser", "following_lexemes", "nullable_nonterminals"]
 
 #: Estimated bytes of one Earley item (a tuple, its hash-table slots in the set and its index) and
 #: of one Earley set or config object with its tables, for `Parser.nbytes`.
@@ -167,6 +167,81 @@ def nullable_nonterminals(lhs: list[int], rhs: list[tuple[int, ...]], n: int) ->
     return nullable
 
 
+def following_lexemes(
+    lhs: list[int], rhs: list[tuple[int, ...]], nullable: list[bool], is_lexeme: list[bool]
+) -> list[tuple[int, ...]]:
+    """Per terminal, the lexeme terminals that may come right after it in some sentence (the
+    classic FOLLOW sets, over all contexts at once). Text that goes on past the end of a lexeme
+    must begin one of these, whatever the parse: the lexer uses them to skip lexeme boundaries
+    that nothing can cross (the end of a regex that is one lexeme, a digit of a number followed
+    by another digit). Sets are Python ints used as bitsets, propagated along subset edges."""
+    n = len(nullable)
+    first = [0] * n  # per nonterminal: the terminals a sentence of it may begin with
+    first_edges: list[list[int]] = [[] for _ in range(n)]  # y -> x: first[x] includes first[y]
+    for p, body in enumerate(rhs):
+        x = lhs[p]
+        for s in body:
+            if s < 0:
+                first[x] |= 1 << terminal_symbol(s)
+                break
+            first_edges[s].append(x)
+            if not nullable[s]:
+                break
+    _propagate(first, first_edges)
+
+    def begins(rest: tuple[int, ...]) -> tuple[int, bool]:
+        found = 0
+        for s in rest:
+            if s < 0:
+                return found | 1 << terminal_symbol(s), False
+            found |= first[s]
+            if not nullable[s]:
+                return found, False
+        return found, True
+
+    follow = [0] * n  # per nonterminal
+    follow_edges: list[list[int]] = [[] for _ in range(n)]  # lhs -> s: follow[s] includes follow[lhs]
+    terminal_follow = [0] * len(is_lexeme)
+    at_end: list[tuple[int, int]] = []  # (terminal, lhs): the terminal may end its production
+    for p, body in enumerate(rhs):
+        for i, s in enumerate(body):
+            found, open_end = begins(body[i + 1 :])
+            if s < 0:
+                terminal_follow[terminal_symbol(s)] |= found
+                if open_end:
+                    at_end.append((terminal_symbol(s), lhs[p]))
+            else:
+                follow[s] |= found
+                if open_end:
+                    follow_edges[lhs[p]].append(s)
+    _propagate(follow, follow_edges)
+    for k, x in at_end:
+        terminal_follow[k] |= follow[x]
+    lexemes = sum(1 << k for k, is_lex in enumerate(is_lexeme) if is_lex)
+    return [_members(found & lexemes) for found in terminal_follow]
+
+
+def _propagate(sets: list[int], edges: list[list[int]]) -> None:
+    """Grow `sets` (bitsets) until `sets[b]` includes `sets[a]` for every edge `a -> b`."""
+    work = [a for a in range(len(sets)) if sets[a] and edges[a]]
+    while work:
+        a = work.pop()
+        for b in edges[a]:
+            grown = sets[b] | sets[a]
+            if grown != sets[b]:
+                sets[b] = grown
+                work.append(b)
+
+
+def _members(bits: int) -> tuple[int, ...]:
+    found = []
+    while bits:
+        low = bits & -bits
+        found.append(low.bit_length() - 1)
+        bits ^= low
+    return tuple(found)
+
+
 class _Lexemes:
     """The DFAs of a grammar's lexemes, compiled once each (apart from the parser, so that the lexer
     that asks for them holds no reference back to it: a dropped grammar is freed at once)."""
@@ -208,7 +283,9 @@ class Parser:
         self.rule_names = bnf.nonterminal_names
         self.token_ids = token_ids
         self._lexemes = _Lexemes({k: t.regex for k, t in enumerate(bnf.terminals) if isinstance(t, Lex)}, limits)
-        self.lexer = Lexer(self._lexemes.dfa, limits)
+        self._init_prediction(bnf.n_nonterminals)
+        follows = following_lexemes(self.lhs, self.rhs, self.nullable, self.is_lexeme)
+        self.lexer = Lexer(self._lexemes.dfa, limits, follows)
         # Hash-consing tables, one per value of the flag (tainted, accepting) rather than keyed by
         # (items, flag) pairs: a pair per entry would be one more object for the garbage collector.
         self._sets: tuple[dict[frozenset[Item], EarleySet], ...] = ({}, {})
@@ -221,7 +298,6 @@ class Parser:
         #: again (the LRU drops it in time).
         self.numbers = count()
         self.placeholder = _placeholder(next(self.numbers))
-        self._init_prediction(bnf.n_nonterminals)
         self.root = self._make_set({(0, 0, None)}, {})
         self.initial = self.config_after_set(self.root)
 

@@ -30,8 +30,10 @@ from grammask.vocab import TokenTrie, Vocabulary
 
 __all__ = ["TokenSlice", "TrieIndex", "VocabTables", "tables_for"]
 
-#: JSON string content: any character but `"`, `\` and the controls below U+0020.
-JSON_STRING_CHARS = ((0x20, 0x21), (0x23, 0x5B), (0x5D, 0xD7FF), (0xE000, 0x10FFFF))
+#: JSON string content as grammars write it: any character but `"`, `\`, the controls below
+#: U+0020 and DEL. JSON allows DEL, but many grammars leave it out (llama.cpp's json.gbnf does): a
+#: slice without it serves both, and the few tokens with DEL are walked.
+JSON_STRING_CHARS = ((0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E), (0x80, 0xD7FF), (0xE000, 0x10FFFF))
 
 
 #: Byte-length bounds of the bounded JSON-string slices, longest first (a slice of any length

@@ -25,6 +25,8 @@ LEXEMES = [
     # with most bytes live, rows with it are made densely (`Lexer._dense_row`)
     rx.concat(rx.star(rx.char_class([(34, 34)], negate=True)), rx.literal("x")),
 ]
+#: Per lexeme, the lexemes that may come after it (`Parser` gives the grammar's `following_lexemes`).
+FOLLOWS = [(1, 3), (), (0,), (5, 6), (2,), (), (4, 1)]
 
 
 @pytest.mark.parametrize("reserved", [1 << 16, 8])
@@ -32,7 +34,7 @@ def test_states_are_the_alive_pairs_of_the_component_dfas(monkeypatch, reserved)
     """With the table reserved up front, and with one that must grow (a limit over the reserve)."""
     monkeypatch.setattr(lexer_module, "_RESERVED_STATES", reserved)
     dfas = [compile_regex(node) for node in LEXEMES]
-    lexer = Lexer(dfas.__getitem__, Limits())
+    lexer = Lexer(dfas.__getitem__, Limits(), FOLLOWS)
     rng = random.Random(0)
     alphabet = list(b'"019.truea\\x') + list("中".encode())
     for _ in range(300):
@@ -44,7 +46,13 @@ def test_states_are_the_alive_pairs_of_the_component_dfas(monkeypatch, reserved)
             pairs = {(k, int(dfas[k].transitions[s, byte])) for k, s in pairs} - {(k, 0) for k in range(len(dfas))}
             assert set(lexer.pairs(state)) == pairs
             assert lexer.accepts[state] == tuple(sorted(k for k, s in pairs if dfas[k].accepting[s]))
-            assert bool(lexer.accepting[state]) == any(dfas[k].accepting[s] for k, s in pairs)
+            after = np.zeros(256, dtype=bool)  # the bytes that can begin a lexeme after one ending here
+            for k, s in pairs:
+                if dfas[k].accepting[s]:
+                    for j in FOLLOWS[k]:
+                        after[dfas[j].first_bytes] = True
+            assert lexer.follows[lexer.boundary[state]].tolist() == after.tolist()
+            assert (lexer.boundary[state] == 0) == (not after.any())
             if not pairs:
                 assert state == 0
                 break
@@ -71,7 +79,7 @@ def test_a_start_state_is_never_reached_by_bytes():
 
 def test_lexer_state_limit_is_a_grammar_error():
     dfas = [compile_regex(rx.repeat(rx.char_class([(97, 122)]), 0, 300))]
-    lexer = Lexer(dfas.__getitem__, Limits(max_lexer_states=100))
+    lexer = Lexer(dfas.__getitem__, Limits(max_lexer_states=100), [()])
     start = lexer.start((0,))
     with pytest.raises(GrammarError, match="max_lexer_states"):
         lexer.step(start, 97)
@@ -81,7 +89,7 @@ def test_starts_by_byte_are_the_lexemes_a_byte_can_begin():
     """A start state of several lexemes splits into its lexemes' own start states, by first byte:
     stepping each on that byte gives, together, the pairs the combined state steps to."""
     dfas = [compile_regex(node) for node in LEXEMES]
-    lexer = Lexer(dfas.__getitem__, Limits())
+    lexer = Lexer(dfas.__getitem__, Limits(), FOLLOWS)
     rng = random.Random(1)
     for _ in range(50):
         terminals = tuple(sorted(rng.sample(range(len(dfas)), rng.randint(1, len(dfas)))))

@@ -248,6 +248,30 @@ def test_union_walk_equals_the_walk_of_the_combined_state(vocab_llama3):
     assert combined >= 2
 
 
+def test_splits_are_only_where_a_next_lexeme_can_begin(vocab_llama3):
+    """A split node is a trie node where a lexeme ends and tokens go on below with a byte that can
+    begin a lexeme after it (`Lexer.boundary`). A regex that is one lexeme has none, however many
+    of its states accept; a quoted word in a list splits only above a `,` or a `]`. The masks
+    stay exact."""
+    words = grammask.compile(Grammar.from_regex("[a-z]+( [a-z]+)*"), vocab_llama3)
+    matcher = words.matcher()
+    assert matcher.advance_bytes(b"the")
+    assert all(words.masks.walk(state).splits == () for _, state in matcher._history[-1].scans)
+    assert_mask_is_brute_force(words, b"the")
+
+    word = lex(rx.concat(rx.literal('"'), rx.star(rx.char_class([(97, 122)])), rx.literal('"')))
+    items = seq(ref("root"), star(seq(literal(","), ref("root"))))
+    listed = grammask.compile(Grammar({"root": alt(word, seq(literal("["), items, literal("]")))}), vocab_llama3)
+    matcher = listed.matcher()
+    assert matcher.advance_bytes(b'["ab')
+    index = listed.masks.tables.index
+    nodes = [n for _, q in matcher._history[-1].scans for s in listed.masks.walk(q).splits for n in s.nodes.tolist()]
+    assert nodes, "no token goes on past the closing quote"
+    for node in nodes:
+        assert {ord(","), ord("]")} & set(index.byte[index.first_child[node] : index.child_end[node]].tolist())
+    assert_mask_is_brute_force(listed, b'["ab')
+
+
 def parens() -> Grammar:
     return Grammar({"root": alt(seq(literal("("), ref("root"), literal(")")), literal("x"))})
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grammask.engine.parser import Config, nullable_nonterminals
+from grammask.engine.parser import Config, following_lexemes, nullable_nonterminals
 from grammask.engine.recognize import accepts, accepts_prefix, parser_for
 from grammask.errors import GrammarError
 from grammask.ir import regex as rx
@@ -126,6 +126,63 @@ def test_nullable_nonterminals_are_the_least_fixpoint(productions: list[tuple[in
             if not expected[a] and all(s >= 0 and expected[s] for s in body):
                 expected[a] = changed = True
     assert nullable_nonterminals(lhs, rhs, 6) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 4), st.lists(st.integers(-3, 4), max_size=3).map(tuple)), min_size=1, max_size=12)
+)
+def test_following_lexemes_hold_every_pair_a_sentence_has(productions: list[tuple[int, tuple[int, ...]]]) -> None:
+    """Terminals 0 and 1 are lexemes, 2 a special token. Every two lexemes side by side in a
+    sentence of up to 5 terminals are in the follow sets (what masks need: a boundary is never
+    skipped that text can cross), and the sets are those of the textbook fixpoint."""
+    lhs = [a for a, _ in productions]
+    rhs = [b for _, b in productions]
+    nullable = nullable_nonterminals(lhs, rhs, 5)
+    follows = following_lexemes(lhs, rhs, nullable, [True, True, False])
+    # The sentences of each nonterminal, up to 5 terminals long, to a fixpoint.
+    sentences: list[set[tuple[int, ...]]] = [set() for _ in range(5)]
+    changed = True
+    while changed:
+        changed = False
+        for a, body in productions:
+            made: set[tuple[int, ...]] = {()}
+            for symbol in body:
+                parts = [(-1 - symbol,)] if symbol < 0 else sentences[symbol]
+                made = {x + y for x in made for y in parts if len(x) + len(y) <= 5}
+            if not made <= sentences[a]:
+                sentences[a] |= made
+                changed = True
+    for sentence in sentences[0]:
+        for k, j in zip(sentence, sentence[1:], strict=False):
+            if j < 2:
+                assert j in follows[k], (sentence, follows)
+    # The textbook definition: FIRST, then FOLLOW, each iterated to a fixpoint.
+    first: list[set[int]] = [set() for _ in range(5)]
+    follow: list[set[int]] = [set() for _ in range(5)]
+    terminal_follow: list[set[int]] = [set() for _ in range(3)]
+
+    def begins(rest: tuple[int, ...]) -> tuple[set[int], bool]:
+        found: set[int] = set()
+        for symbol in rest:
+            if symbol < 0:
+                return found | {-1 - symbol}, False
+            found |= first[symbol]
+            if not nullable[symbol]:
+                return found, False
+        return found, True
+
+    changed = True
+    while changed:
+        before = [set(x) for x in first + follow + terminal_follow]
+        for a, body in productions:
+            first[a] |= begins(body)[0]
+            for i, symbol in enumerate(body):
+                found, open_end = begins(body[i + 1 :])
+                target = terminal_follow[-1 - symbol] if symbol < 0 else follow[symbol]
+                target |= found | (follow[a] if open_end else set())
+        changed = before != [set(x) for x in first + follow + terminal_follow]
+    assert [set(found) for found in follows] == [found - {2} for found in terminal_follow]
 
 
 def test_a_lexeme_over_a_limit_names_its_rules() -> None:
