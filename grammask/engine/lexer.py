@@ -244,8 +244,8 @@ class Lexer:
         row = self._follow_rows.get(bits)
         if row is None:
             row = self._follow_rows[bits] = len(self._follow_rows)
-            new = np.array([bits >> b & 1 for b in range(256)], dtype=bool)
-            self.follows = np.concatenate([self.follows, new[None, :]])
+            new = np.unpackbits(np.frombuffer(bits.to_bytes(32, "little"), dtype=np.uint8), bitorder="little")
+            self.follows = np.concatenate([self.follows, new[None, :].astype(bool)])
         return row
 
     def _too_many(self) -> GrammarError:
