@@ -21,7 +21,9 @@ from __future__ import annotations
 import mmap
 import threading
 from array import array
+from collections import deque
 from collections.abc import Callable, Sequence
+from typing import ClassVar
 
 import numpy as np
 
@@ -44,12 +46,51 @@ _RESERVED_STATES = 1 << 16
 _ROW_BYTES = 4 * 256 + 80
 
 
-def _zero_rows(n: int) -> np.ndarray:
-    """A zeroed `(n, 256)` int32 table in pages of its own, without the huge-page advice numpy
-    gives large arrays: rows are written a lexeme's block at a time, scattered over tens of
-    megabytes, and a first write into a huge page clears (and may first compact) 2 MiB, which cost
-    twice as much per block as small pages on the benchmark machine."""
-    return np.frombuffer(mmap.mmap(-1, n * 256 * 4), dtype=np.int32).reshape(n, 256)
+class _Memory:
+    """The memory under a lexer's table, and how many of its rows have been written (so are backed
+    by pages). When its lexer is dropped, it goes to a small pool for the next lexer: the first
+    write into a fresh page costs the kernel about 3 µs on the benchmark machine, most of the cost
+    of laying a lexeme's block, and a grammar evicted from the compile cache leaves thousands of
+    such pages behind. A new lexer writes every row before it reads it (`expanded`), so what an
+    earlier lexer left in a row is never read."""
+
+    __slots__ = ("mapping", "rows")
+
+    #: Tables of dropped lexers kept for the next lexers, at most `tables` of them with at most
+    #: `max_rows` rows written each (so at most 2 x 16 MiB of resident pages). On the class, not
+    #: the module: finalisers that run as the interpreter exits still find them.
+    pool: ClassVar[deque[_Memory]] = deque()
+    tables: ClassVar[int] = 2
+    max_rows: ClassVar[int] = 1 << 14
+
+    def __init__(self, mapping: mmap.mmap | None, rows: int) -> None:
+        self.mapping = mapping
+        self.rows = rows
+
+    def __del__(self) -> None:
+        if self.mapping is not None and self.rows <= self.max_rows and len(self.pool) < self.tables:
+            self.pool.append(_Memory(self.mapping, self.rows))  # atomic: no lock in a finaliser
+
+
+def _zero_rows(n: int) -> tuple[np.ndarray, _Memory]:
+    """An `(n, 256)` int32 table whose rows are zero until written, in pages of its own, without
+    the huge-page advice numpy gives large arrays: rows are written a lexeme's block at a time,
+    scattered over tens of megabytes, and a first write into a huge page clears (and may first
+    compact) 2 MiB, which cost twice as much per block as small pages on the benchmark machine.
+    A pooled table (see `_Memory`) is taken first; its row 0, the dead state's, is zero."""
+    mapping, rows = None, 0
+    while mapping is None:
+        try:
+            found = _Memory.pool.popleft()
+        except IndexError:
+            mapping = mmap.mmap(-1, n * 256 * 4)
+            break
+        if found.mapping is not None and len(found.mapping) == n * 256 * 4:
+            mapping, rows = found.mapping, found.rows
+        found.mapping = None  # taken (or of another size): not pooled again
+    table = np.frombuffer(mapping, dtype=np.int32).reshape(n, 256)
+    table[0] = 0
+    return table, _Memory(mapping, rows)
 
 
 class Lexer:
@@ -71,7 +112,7 @@ class Lexer:
         # only address space until a row is written, and growing (copying) a table of tens of
         # megabytes would stall the step that crossed a power of two.
         capacity = min(self._limit, _RESERVED_STATES)
-        self.table = _zero_rows(capacity)
+        self.table, self._memory = _zero_rows(capacity)
         self.expanded = np.zeros(capacity, dtype=bool)
         self.expanded[0] = True
         #: per state where a lexeme ends and text may go on: the row of `follows` that gives the
@@ -178,6 +219,7 @@ class Lexer:
         if state == len(self.expanded):
             self._grow()
         self._n += 1
+        self._memory.rows = max(self._memory.rows, self._n)
         # A start state accepts nothing: lexemes are never empty (see `grammask.ir.normalise`),
         # and not asking spares compiling lexemes that are expected but never entered.
         done = () if is_start else tuple(k for k, s in pairs if self._dfa(k).accepting[s])
@@ -217,6 +259,7 @@ class Lexer:
             self.accept_class[block] = np.where(dfa.accepting[1:], accept_class, 0)
             self.boundary[block] = np.where(dfa.accepting[1:], self._class_boundary[accept_class], 0)
             self._n += n - 1
+            self._memory.rows = max(self._memory.rows, self._n)
             self._bases[terminal] = base
         return base
 
@@ -256,9 +299,10 @@ class Lexer:
 
     def _grow(self) -> None:
         capacity = 2 * len(self.expanded)
-        table = _zero_rows(capacity)
+        table, memory = _zero_rows(capacity)
         table[: len(self.table)] = self.table
-        self.table = table
+        memory.rows = self._n
+        self.table, self._memory = table, memory
         self.expanded = np.concatenate([self.expanded, np.zeros(capacity - len(self.expanded), dtype=bool)])
         self.boundary = np.concatenate([self.boundary, np.zeros(capacity - len(self.boundary), dtype=np.int32)])
         self._owner = np.concatenate([self._owner, np.full(capacity - len(self._owner), -1, dtype=np.int32)])

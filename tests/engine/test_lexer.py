@@ -1,5 +1,6 @@
 """The grammar-wide lazy lexer, against its component DFAs stepped one by one."""
 
+import gc
 import random
 
 import numpy as np
@@ -100,3 +101,36 @@ def test_starts_by_byte_are_the_lexemes_a_byte_can_begin():
             assert sorted(ones) == sorted(lexer.start((k,)) for k in terminals if dfas[k].transitions[1, byte])
             stepped = {pair for one in ones for pair in lexer.pairs(lexer.step(one, byte))}
             assert stepped == set(lexer.pairs(lexer.step(combined, byte)))
+
+
+def test_a_dropped_lexers_table_is_reused_and_its_rows_never_read(vocab_llama3):
+    """The table of a dropped lexer goes to a small pool and the next lexer takes it. What is left
+    in its rows is never read: with every row but the dead state's pointing at state 7, the masks
+    equal those of a lexer on fresh memory."""
+    from grammask.compiler import CompiledGrammar
+
+    def masks(compiled: CompiledGrammar) -> list[bytes]:
+        matcher, found = compiled.matcher(), []
+        for data in (b'{"', b"ab", b'": [1', b", 22", b'], "', b"x"):
+            assert matcher.advance_bytes(data)
+            found.append(matcher._mask().tobytes())
+        return found
+
+    schema = {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "integer"}}}
+    lexer_module._Memory.pool.clear()
+    fresh = CompiledGrammar(Grammar.from_json_schema(schema), vocab_llama3)
+    want = masks(fresh)
+    # A grammar with other lexemes fills rows; dropped, its table is pooled with what it wrote.
+    other = CompiledGrammar(Grammar.from_regex("[a-z]{1,40}@[0-9]{1,40}"), vocab_llama3)
+    matcher = other.matcher()
+    assert matcher.advance_bytes(b"abc@12")
+    assert matcher._mask().any()
+    mapping = other.parser.lexer._memory.mapping
+    del other, matcher
+    gc.collect()
+    assert [memory.mapping for memory in lexer_module._Memory.pool] == [mapping]
+    np.frombuffer(mapping, dtype=np.int32)[256 : 256 * 4096] = 7  # stale rows that would mislead
+    reused = CompiledGrammar(Grammar.from_json_schema(schema), vocab_llama3)
+    assert reused.parser.lexer._memory.mapping is mapping
+    assert masks(reused) == want
+    del fresh
