@@ -59,6 +59,11 @@ class ByteDFA:
         return np.flatnonzero(self.transitions[START])
 
     @cached_property
+    def first_bits(self) -> int:
+        """`first_bytes` as a 256-bit set: bit b for byte b."""
+        return int.from_bytes(np.packbits(self.transitions[START] != DEAD, bitorder="little").tobytes(), "little")
+
+    @cached_property
     def start_reentered(self) -> bool:
         """Whether some transition leads back to the start state."""
         return bool((self.transitions[START:] == START).any())

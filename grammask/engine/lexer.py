@@ -57,10 +57,10 @@ class _Memory:
     __slots__ = ("mapping", "rows")
 
     #: Tables of dropped lexers kept for the next lexers, at most `tables` of them with at most
-    #: `max_rows` rows written each (so at most 2 x 16 MiB of resident pages). On the class, not
+    #: `max_rows` rows written each (so at most 4 x 16 MiB of resident pages). On the class, not
     #: the module: finalisers that run as the interpreter exits still find them.
     pool: ClassVar[deque[_Memory]] = deque()
-    tables: ClassVar[int] = 2
+    tables: ClassVar[int] = 4
     max_rows: ClassVar[int] = 1 << 14
 
     def __init__(self, mapping: mmap.mmap | None, rows: int) -> None:
@@ -120,10 +120,9 @@ class Lexer:
         #: Token masks look past a lexeme's end only where this says a next lexeme can begin.
         self.boundary = np.zeros(capacity, dtype=np.int32)
         self.follows = np.zeros((1, 256), dtype=bool)
-        #: rows of `follows` by their bytes, and per terminal the bytes that can begin it and
-        #: those that can begin a lexeme after it: as 256-bit ints, which OR in a few nanoseconds
+        #: rows of `follows` by their bytes, and per terminal the bytes that can begin a lexeme
+        #: after it: as 256-bit ints (`ByteDFA.first_bits`), which OR in a few nanoseconds
         self._follow_rows: dict[int, int] = {0: 0}
-        self._first_bits: dict[int, int] = {}
         self._follow_bits: dict[int, int] = {}
         #: per terminal: the terminal whose block holds it (-1: none, see `_single`)
         self._owner = np.full(capacity, -1, dtype=np.int32)
@@ -278,10 +277,7 @@ class Lexer:
             if found is None:
                 found = 0
                 for j in self._follows[k]:
-                    first = self._first_bits.get(j)
-                    if first is None:
-                        first = self._first_bits[j] = sum(1 << b for b in self._dfa(j).first_bytes.tolist())
-                    found |= first
+                    found |= self._dfa(j).first_bits
                 self._follow_bits[k] = found
             bits |= found
         row = self._follow_rows.get(bits)
