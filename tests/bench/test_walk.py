@@ -23,6 +23,9 @@ def test_accepted_text_finishes(engine: Engine, llama3: Vocabulary, tokenizer) -
     # One timed step per token, plus the final mask that reads the EOS bits.
     assert len(result.mask_us) == len(result.step_us) == len(result.masks) == len(tokens) + 1
     assert (result.step_us >= result.mask_us).all() and (result.mask_us > 0).all()
+    # The thread's CPU time per step: a little more than the wall-clock window it encloses, at most.
+    assert len(result.cpu_us) == len(tokens) + 1 and (result.cpu_us > 0).all()
+    assert result.cpu_us.sum() <= result.step_us.sum() + 20 * len(result.cpu_us)
 
 
 def test_prefix_is_accepted_but_not_finished(engine: Engine, llama3: Vocabulary, tokenizer) -> None:
