@@ -56,20 +56,30 @@ class _Memory:
 
     __slots__ = ("mapping", "rows")
 
-    #: Tables of dropped lexers kept for the next lexers, at most `tables` of them with at most
-    #: `max_rows` rows written each (so at most 4 x 16 MiB of resident pages). On the class, not
-    #: the module: finalisers that run as the interpreter exits still find them.
+    #: Tables of dropped lexers kept for the next lexers: at most `tables` of them, each with its
+    #: pages past `max_rows` rows given back to the system first (so the pool holds at most 4 x 4
+    #: MiB, and a lexer that takes a table holds at most 4 MiB more than it wrote; the median
+    #: MaskBench lexer writes about 1,000 rows). On the class, not the module: finalisers that
+    #: run as the interpreter exits still find them.
     pool: ClassVar[deque[_Memory]] = deque()
     tables: ClassVar[int] = 4
-    max_rows: ClassVar[int] = 1 << 14
+    max_rows: ClassVar[int] = 1 << 12
 
     def __init__(self, mapping: mmap.mmap | None, rows: int) -> None:
         self.mapping = mapping
         self.rows = rows
 
     def __del__(self) -> None:
-        if self.mapping is not None and self.rows <= self.max_rows and len(self.pool) < self.tables:
-            self.pool.append(_Memory(self.mapping, self.rows))  # atomic: no lock in a finaliser
+        mapping, rows = self.mapping, self.rows
+        if mapping is None or len(self.pool) >= self.tables:
+            return
+        if rows > self.max_rows:
+            if not hasattr(mmap, "MADV_DONTNEED"):
+                return
+            start = self.max_rows * 256 * 4  # a whole number of pages
+            mapping.madvise(mmap.MADV_DONTNEED, start, len(mapping) - start)
+            rows = self.max_rows
+        self.pool.append(_Memory(mapping, rows))  # atomic: no lock in a finaliser
 
 
 def _zero_rows(n: int) -> tuple[np.ndarray, _Memory]:
@@ -152,7 +162,8 @@ class Lexer:
     def nbytes(self) -> int:
         # The rows filled so far (the rest of the table is untouched address space), and per state a
         # flag, its owner, its accept class and its boundary row.
-        tables = self._n * (self.table.itemsize * 256 + 13) + self.follows.nbytes
+        written = max(self._n, self._memory.rows)  # a pooled table comes with rows written before
+        tables = written * self.table.itemsize * 256 + self._n * 13 + self.follows.nbytes
         sparse = sum(150 + 16 * len(row[0]) for row in self._sparse_rows.values() if row)
         steps = 100 * len(self._steps)
         split = sum(200 + bounds.nbytes + starts.nbytes for bounds, starts in self._starts_by_byte.values())

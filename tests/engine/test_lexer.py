@@ -103,10 +103,10 @@ def test_starts_by_byte_are_the_lexemes_a_byte_can_begin():
             assert stepped == set(lexer.pairs(lexer.step(combined, byte)))
 
 
-def test_a_dropped_lexers_table_is_reused_and_its_rows_never_read(vocab_llama3):
-    """The table of a dropped lexer goes to a small pool and the next lexer takes it. What is left
-    in its rows is never read: with every row but the dead state's pointing at state 7, the masks
-    equal those of a lexer on fresh memory."""
+def test_a_dropped_lexers_table_is_reused_and_its_rows_never_read(vocab_llama3, monkeypatch):
+    """The table of a dropped lexer goes to a small pool, its pages past `max_rows` rows given back,
+    and the next lexer takes it. What is left in its rows is never read: with every row but the
+    dead state's pointing at state 7, the masks equal those of a lexer on fresh memory."""
     from grammask.compiler import CompiledGrammar
 
     def masks(compiled: CompiledGrammar) -> list[bytes]:
@@ -118,6 +118,7 @@ def test_a_dropped_lexers_table_is_reused_and_its_rows_never_read(vocab_llama3):
 
     schema = {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "integer"}}}
     lexer_module._Memory.pool.clear()
+    monkeypatch.setattr(lexer_module._Memory, "max_rows", 16)
     fresh = CompiledGrammar(Grammar.from_json_schema(schema), vocab_llama3)
     want = masks(fresh)
     # A grammar with other lexemes fills rows; dropped, its table is pooled with what it wrote.
@@ -128,7 +129,7 @@ def test_a_dropped_lexers_table_is_reused_and_its_rows_never_read(vocab_llama3):
     mapping = other.parser.lexer._memory.mapping
     del other, matcher
     gc.collect()
-    assert [memory.mapping for memory in lexer_module._Memory.pool] == [mapping]
+    assert [(memory.mapping, memory.rows) for memory in lexer_module._Memory.pool] == [(mapping, 16)]
     np.frombuffer(mapping, dtype=np.int32)[256 : 256 * 4096] = 7  # stale rows that would mislead
     reused = CompiledGrammar(Grammar.from_json_schema(schema), vocab_llama3)
     assert reused.parser.lexer._memory.mapping is mapping
