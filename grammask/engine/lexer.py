@@ -365,8 +365,8 @@ class Lexer:
                 row = self.table[first].copy()
             elif pairs:
                 row = self._product_row(pairs)
-            else:
-                continue
+            else:  # a start state that expects no lexeme: all dead (a pooled table's row is not)
+                row = np.zeros(256, dtype=np.int32)
             self.table[state] = row  # after the row is made: making it may grow the table
         self.expanded[states] = True
 

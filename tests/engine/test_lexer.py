@@ -13,7 +13,7 @@ from grammask.engine.lexer import Lexer
 from grammask.errors import GrammarError
 from grammask.grammar import Grammar
 from grammask.ir import regex as rx
-from grammask.ir.grammar import alt, lex, token
+from grammask.ir.grammar import alt, lex, seq, token
 from grammask.limits import Limits
 
 LEXEMES = [
@@ -103,24 +103,34 @@ def test_starts_by_byte_are_the_lexemes_a_byte_can_begin():
             assert stepped == set(lexer.pairs(lexer.step(combined, byte)))
 
 
-def test_a_dropped_lexers_table_is_reused_and_its_rows_never_read(vocab_llama3, monkeypatch):
+@pytest.mark.parametrize(
+    ("grammar", "texts"),
+    [
+        (
+            Grammar.from_json_schema({"type": "object", "additionalProperties": {"type": "array"}}),
+            [b'{"', b"ab", b'": [1', b", 22", b'], "', b"x"],
+        ),
+        # The start state expects no lexeme, only a special token: a row no block writes.
+        (Grammar({"root": seq(token("<|begin_of_text|>"), lex(rx.literal("ok")))}), [b"<|begin_of_text|>", b"o"]),
+    ],
+)
+def test_a_dropped_lexers_table_is_reused_and_its_rows_never_read(vocab_llama3, monkeypatch, grammar, texts):
     """The table of a dropped lexer goes to a small pool, its pages past `max_rows` rows given back,
     and the next lexer takes it. What is left in its rows is never read: with every row but the
     dead state's pointing at state 7, the masks equal those of a lexer on fresh memory."""
     from grammask.compiler import CompiledGrammar
 
     def masks(compiled: CompiledGrammar) -> list[bytes]:
-        matcher, found = compiled.matcher(), []
-        for data in (b'{"', b"ab", b'": [1', b", 22", b'], "', b"x"):
-            assert matcher.advance_bytes(data)
+        matcher, found = compiled.matcher(), [compiled.matcher()._mask().tobytes()]
+        for data in texts:
+            assert matcher.advance_bytes(data) if data[:1] != b"<" else matcher.advance(vocab_llama3.token_id(data))
             found.append(matcher._mask().tobytes())
         return found
 
-    schema = {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "integer"}}}
     lexer_module._Memory.pool.clear()
     monkeypatch.setattr(lexer_module._Memory, "max_rows", 16)
-    fresh = CompiledGrammar(Grammar.from_json_schema(schema), vocab_llama3)
-    want = masks(fresh)
+    want = masks(CompiledGrammar(grammar, vocab_llama3))
+    lexer_module._Memory.pool.clear()
     # A grammar with other lexemes fills rows; dropped, its table is pooled with what it wrote.
     other = CompiledGrammar(Grammar.from_regex("[a-z]{1,40}@[0-9]{1,40}"), vocab_llama3)
     matcher = other.matcher()
@@ -131,7 +141,6 @@ def test_a_dropped_lexers_table_is_reused_and_its_rows_never_read(vocab_llama3, 
     gc.collect()
     assert [(memory.mapping, memory.rows) for memory in lexer_module._Memory.pool] == [(mapping, 16)]
     np.frombuffer(mapping, dtype=np.int32)[256 : 256 * 4096] = 7  # stale rows that would mislead
-    reused = CompiledGrammar(Grammar.from_json_schema(schema), vocab_llama3)
+    reused = CompiledGrammar(grammar, vocab_llama3)
     assert reused.parser.lexer._memory.mapping is mapping
     assert masks(reused) == want
-    del fresh
