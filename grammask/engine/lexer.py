@@ -134,7 +134,7 @@ class Lexer:
         #: after it: as 256-bit ints (`ByteDFA.first_bits`), which OR in a few nanoseconds
         self._follow_rows: dict[int, int] = {0: 0}
         self._follow_bits: dict[int, int] = {}
-        #: per terminal: the terminal whose block holds it (-1: none, see `_single`)
+        #: per state: the terminal whose block holds it (-1: none, see `_single`)
         self._owner = np.full(capacity, -1, dtype=np.int32)
         #: per state: the terminals whose lexeme is complete there
         self.accepts: list[tuple[int, ...]] = [()]
@@ -308,7 +308,7 @@ class Lexer:
         capacity = 2 * len(self.expanded)
         table, memory = _zero_rows(capacity)
         table[: len(self.table)] = self.table
-        memory.rows = self._n
+        memory.rows = max(memory.rows, len(self.table))  # the copy wrote every row it had
         self.table, self._memory = table, memory
         self.expanded = np.concatenate([self.expanded, np.zeros(capacity - len(self.expanded), dtype=bool)])
         self.boundary = np.concatenate([self.boundary, np.zeros(capacity - len(self.boundary), dtype=np.int32)])
