@@ -136,6 +136,12 @@ def _groups(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return first, inverse.reshape(-1)
 
 
+def _spans(lo: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The integers of `[lo[i], lo[i] + counts[i])` for all i, concatenated in order (the children
+    of trie nodes, the tokens below them, a token's start states)."""
+    return np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+
+
 def _has_bits(packed: np.ndarray, tokens: np.ndarray) -> np.ndarray:
     """Whether each token's bit is set in a packed mask."""
     return (packed.view(np.uint32)[tokens >> 5] >> (tokens & 31).astype(np.uint32)) & 1 == 1
@@ -348,9 +354,8 @@ class MaskComputer:
                 index.trie.depth, index.trie.sorted_tokens, bounds,
             )  # fmt: skip
         else:
-            lo, hi = index.first_child[group], index.child_end[group]
-            counts = hi - lo
-            children = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+            lo = index.first_child[group]
+            children = _spans(lo, index.child_end[group] - lo)
             first = index.byte[children].astype(np.int64)
             live = bounds[first + 1] > bounds[first]
             kept = children[live]
@@ -529,7 +534,7 @@ class MaskComputer:
                 frontier = np.flatnonzero(states) + level_lo
                 frontier_state = states[frontier - level_lo]
             else:
-                children = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(total)
+                children = _spans(lo, counts)
                 states = lexer.gather(np.repeat(frontier_state, counts), index.byte[children])
                 live = states != 0
                 frontier, frontier_state = children[live], states[live]
@@ -547,9 +552,9 @@ class MaskComputer:
             nodes = nodes[(boundary[node_state[nodes]] != 0) & index.has_below[nodes]]
         nodes = nodes[nodes > 0]
         if nodes.size:  # a split only where a child's byte can begin a next lexeme
-            lo, hi = index.first_child[nodes], index.child_end[nodes]
-            counts = hi - lo  # at least one: the nodes have tokens below
-            children = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+            lo = index.first_child[nodes]
+            counts = index.child_end[nodes] - lo  # at least one: the nodes have tokens below
+            children = _spans(lo, counts)
             can = lexer.follows[np.repeat(boundary[node_state[nodes]], counts), index.byte[children]]
             nodes = nodes[np.logical_or.reduceat(can, np.cumsum(counts) - counts)]
         alive.flags.writeable = False
@@ -580,9 +585,7 @@ class MaskComputer:
     @staticmethod
     def _tokens_in(trie: TokenTrie, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         """The tokens of `trie.sorted_tokens[lo[i]:hi[i]]` for all i, concatenated."""
-        counts = hi - lo
-        positions = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
-        return trie.sorted_tokens[positions].astype(np.int64)
+        return trie.sorted_tokens[_spans(lo, hi - lo)].astype(np.int64)
 
     # -- across lexeme boundaries -----------------------------------------------------------------
 
@@ -678,7 +681,7 @@ class MaskComputer:
         lo = bounds[which, first]
         counts = bounds[which, first + 1] - lo
         owner = np.repeat(np.arange(len(tokens)), counts)
-        states = starts[np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(len(owner))]
+        states = starts[_spans(lo, counts)]
         ok_each, died_each, (index, after, ended) = self._step_numpy(tokens[owner], offsets[owner], states)
         ok = np.zeros(len(tokens), dtype=bool)
         ok[owner[ok_each]] = True
