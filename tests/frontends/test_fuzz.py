@@ -16,7 +16,7 @@ import os
 import random
 import re
 import time
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 
 import jsonschema
 from hypothesis import HealthCheck, given, settings
@@ -173,8 +173,12 @@ def test_json_schema_fuzz(schema, candidates, seed):
 def _judgeable(text: str) -> bool:
     """Whether every number of a JSON text reads as a Python float the oracle can judge: finite
     (1e999 reads as inf, and multipleOf overflows) and not a nonzero number that reads as 0.0
-    (3E-1960834833001 is above an exclusiveMinimum of 0, but its float is not)."""
-    return _exact_enough(json.loads(text, parse_float=Decimal))
+    (3E-1960834833001 is above an exclusiveMinimum of 0, but its float is not). An exponent past
+    what a Decimal holds (3E624840893481075542843861825) is past any float too."""
+    try:
+        return _exact_enough(json.loads(text, parse_float=Decimal))
+    except InvalidOperation:
+        return False
 
 
 def _exact_enough(value: object) -> bool:
