@@ -62,15 +62,22 @@ class LRUCache:
         self._hits = self._misses = self._evictions = 0
 
     def get(self, key: Hashable, default: Any = None) -> Any:
-        """The value stored under `key` (marked as recently used), or `default`."""
-        with self._lock:
-            found = self._data.get(key, _MISSING)
-            if found is _MISSING:
-                self._misses += 1
-                return default
+        """The value stored under `key` (marked as recently used), or `default`.
+
+        Without the lock: each of the two dict operations is atomic (the ordered dict is in C), and
+        an entry dropped between them by another thread is simply not moved. The counters are
+        statistics and may miss a concurrent update. Lookups are a few per token, and the lock
+        was a third of their cost."""
+        found = self._data.get(key, _MISSING)
+        if found is _MISSING:
+            self._misses += 1
+            return default
+        try:
             self._data.move_to_end(key)
-            self._hits += 1
-            return found
+        except KeyError:  # dropped meanwhile: the value found is still right
+            pass
+        self._hits += 1
+        return found
 
     def put(self, key: Hashable, value: Any, nbytes: int = OBJECT_BYTES, shared: tuple[Any, ...] = ()) -> Any:
         """Store `value` under `key`, evicting the least recently used entries over the budget.

@@ -18,7 +18,7 @@ import numpy as np
 
 from grammask.jit import AVAILABLE, jit
 
-__all__ = ["AVAILABLE", "cross_tokens", "slice_depth", "tokens_below", "walk_trie", "warm_up"]
+__all__ = ["AVAILABLE", "cross_tokens", "set_bits", "slice_depth", "tokens_below", "walk_space", "walk_trie", "warm_up"]
 
 
 def _walk_trie(
@@ -41,6 +41,10 @@ def _walk_trie(
     n_split: int,
     pending: np.ndarray,
     pending_state: np.ndarray,
+    current: np.ndarray,
+    current_state: np.ndarray,
+    following: np.ndarray,
+    following_state: np.ndarray,
 ) -> tuple[int, int]:
     """Walk the trie below the `frontier` nodes, whose prefixes left the lexer in `frontier_state`
     (rows computed), one level at a time.
@@ -48,15 +52,11 @@ def _walk_trie(
     Sets in `alive` (packed uint32) the tokens that keep the lexer alive to their end, and adds to
     `split_nodes`/`split_states` (from `n_split` on) the nodes where a lexeme is complete and
     tokens go on below with a byte that can begin a next lexeme (`Lexer.boundary`). A node whose
-    lexer state has no row yet goes to `pending` instead of being walked below. Returns the new
-    number of split nodes and the number of pending nodes."""
+    lexer state has no row yet goes to `pending` instead of being walked below. `current`,
+    `following` and their states are work space, as long as the trie. Returns the new number of
+    split nodes and the number of pending nodes."""
     # Breadth first: children of a sorted frontier are contiguous and sorted, so every array is
     # read in order (a depth-first order would jump around the whole trie).
-    n = len(first_child)
-    current = np.empty(n, dtype=np.int64)
-    current_state = np.empty(n, dtype=np.int32)
-    following = np.empty(n, dtype=np.int64)
-    following_state = np.empty(n, dtype=np.int32)
     size = len(frontier)
     current[:size] = frontier
     current_state[:size] = frontier_state
@@ -206,6 +206,12 @@ def _tokens_below(
     return tokens, offsets, all_live
 
 
+def _set_bits(packed: np.ndarray, tokens: np.ndarray) -> None:
+    """Set the bits of `tokens` in the packed mask `packed` (uint32), in place."""
+    for token in tokens:
+        packed[token >> 5] |= np.uint32(1) << np.uint32(token & 31)
+
+
 def _slice_depth(
     start: int,
     limit: int,
@@ -273,9 +279,20 @@ def tokens_below(*args: Any) -> tuple[np.ndarray, np.ndarray, bool]:
     return jit("tokens_below", _tokens_below)(*args)
 
 
+def set_bits(packed: np.ndarray, tokens: np.ndarray) -> None:
+    """`_set_bits`, compiled."""
+    jit("set_bits", _set_bits)(packed, tokens)
+
+
 def slice_depth(*args: Any) -> tuple[int, int]:
     """`_slice_depth`, compiled."""
     return jit("slice_depth", _slice_depth)(*args)
+
+
+def walk_space(n: int) -> tuple[np.ndarray, ...]:
+    """`walk_trie`'s output and work arrays for a trie of `n` nodes, as `MaskComputer` makes them:
+    (split nodes, their states, pending nodes, their states, then the work space)."""
+    return tuple(np.empty(n, dtype=np.int64 if i % 2 == 0 else np.int32) for i in range(8))
 
 
 def warm_up() -> None:
@@ -286,11 +303,12 @@ def warm_up() -> None:
     tokens = np.zeros(1, dtype=np.int32)
     tokens.flags.writeable = False  # as a trie's arrays are: numba types read-only arrays apart
     boundary, follows = np.zeros(2, dtype=np.int32), np.zeros((1, 256), dtype=bool)  # as `Lexer` has them
+    space = walk_space(1)
+    set_bits(np.zeros(1, dtype=np.uint32), one)
     walk_trie(
         one, np.ones(1, dtype=np.int32), np.zeros((2, 256), dtype=np.int32), np.ones(2, dtype=bool),
         boundary, follows, one, one, np.zeros(1, dtype=np.int32), one, one, np.zeros(1, dtype=bool),
-        tokens, np.zeros(1, dtype=np.uint32), one.copy(), np.zeros(1, dtype=np.int32), 0,
-        one.copy(), np.zeros(1, dtype=np.int32),
+        tokens, np.zeros(1, dtype=np.uint32), *space[:2], 0, *space[2:],
     )  # fmt: skip
     data = np.zeros(1, dtype=np.uint8)
     data.flags.writeable = False

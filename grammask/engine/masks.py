@@ -24,6 +24,7 @@ returns to a known state pays one array copy.
 from __future__ import annotations
 
 import hashlib
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -127,13 +128,46 @@ _EMPTY = np.zeros(0, np.int64)
 _SURE = _Unsure((), _EMPTY, _EMPTY, _EMPTY)
 
 
+class _WalkSpace(threading.local):
+    """Per thread, the arrays a compiled trie walk writes into (`kernels.walk_space`), as long as
+    the largest trie walked so far: eight arrays of a large vocabulary's trie (13 MB) made for
+    each walk cost more than most walks do (a walk inside a key or a number reads a few dozen
+    nodes). Results are copied out of them."""
+
+    def __init__(self) -> None:
+        self.arrays: tuple[np.ndarray, ...] = kernels.walk_space(0)
+
+    def get(self, n: int) -> tuple[np.ndarray, ...]:
+        if len(self.arrays[0]) < n:
+            self.arrays = kernels.walk_space(n)
+        return self.arrays
+
+
+_walk_space = _WalkSpace()
+
+
+#: Up to this many labels, `_groups` numbers them with a dict: `np.unique` costs about 20 µs
+#: whatever the size, four times as much as the dict on the ten labels a split check has.
+_FEW_LABELS = 64
+
+
 def _groups(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The position of each distinct label's first occurrence, and each label's group number
     (without sorting when all labels are equal, the common case)."""
     if (labels == labels[0]).all():
         return np.zeros(1, dtype=np.int64), np.zeros(len(labels), dtype=np.int64)
-    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
-    return first, inverse.reshape(-1)
+    if len(labels) > _FEW_LABELS:
+        _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+        return first, inverse.reshape(-1)
+    numbers: dict[int, int] = {}
+    starts: list[int] = []
+    group = []
+    for i, label in enumerate(labels.tolist()):
+        found = numbers.setdefault(label, len(numbers))
+        if found == len(starts):
+            starts.append(i)
+        group.append(found)
+    return np.array(starts, dtype=np.int64), np.array(group, dtype=np.int64)
 
 
 def _spans(lo: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -148,7 +182,13 @@ def _has_bits(packed: np.ndarray, tokens: np.ndarray) -> np.ndarray:
 
 
 def _set_bits(packed: np.ndarray, tokens: np.ndarray) -> None:
-    """Set the tokens' bits in a packed mask, in place."""
+    """Set the tokens' bits in a packed mask, in place (`np.bitwise_or.at` costs about 9 µs even
+    for no tokens, and most calls set none or a few)."""
+    if not tokens.size:
+        return
+    if kernels.AVAILABLE:
+        kernels.set_bits(packed.view(np.uint32), tokens)
+        return
     np.bitwise_or.at(packed.view(np.uint32), tokens >> 5, np.left_shift(np.uint32(1), (tokens & 31).astype(np.uint32)))
 
 
@@ -469,10 +509,7 @@ class MaskComputer:
 
     def _walk_compiled(self, start: int, index: TrieIndex) -> TokenWalk:
         lexer, trie = self.lexer, index.trie
-        split_nodes = np.empty(trie.n_nodes, dtype=np.int64)
-        split_states = np.empty(trie.n_nodes, dtype=np.int32)
-        pending = np.empty(trie.n_nodes, dtype=np.int64)
-        pending_state = np.empty(trie.n_nodes, dtype=np.int32)
+        split_nodes, split_states, pending, pending_state, *work = _walk_space.get(trie.n_nodes)
         alive = np.zeros(self.words, dtype=np.uint32)
         frontier, frontier_state = np.zeros(1, dtype=np.int64), np.array([start], dtype=np.int32)
         count = 0
@@ -482,7 +519,7 @@ class MaskComputer:
                 frontier, frontier_state, lexer.table, lexer.expanded, lexer.boundary, lexer.follows,
                 index.first_child, index.child_end, index.byte, index.end_lo, index.end_hi,
                 index.has_below, trie.sorted_tokens, alive, split_nodes, split_states, count,
-                pending, pending_state,
+                pending, pending_state, *work,
             )  # fmt: skip
             if not n_pending:
                 break

@@ -17,7 +17,7 @@ def test_warm_up_covers_every_call_masks_make(vocab_llama3):
     second on a fresh machine)."""
     tables_for(vocab_llama3)  # warms the kernels up
     warmed = {name: len(function.signatures) for name, function in jit.jitted.items()}
-    assert set(warmed) == {"walk_trie", "cross_tokens", "tokens_below", "slice_depth", "concat"}
+    assert set(warmed) == {"walk_trie", "cross_tokens", "tokens_below", "slice_depth", "set_bits", "concat"}
     schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 20}, "tags": {"type": "array"}}}
     compiled = grammask.compile(grammask.Grammar.from_json_schema(schema), vocab_llama3)
     matcher = compiled.matcher()
