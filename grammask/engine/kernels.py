@@ -18,7 +18,17 @@ import numpy as np
 
 from grammask.jit import AVAILABLE, jit
 
-__all__ = ["AVAILABLE", "cross_tokens", "set_bits", "slice_depth", "tokens_below", "walk_space", "walk_trie", "warm_up"]
+__all__ = [
+    "AVAILABLE",
+    "cross_tokens",
+    "lay_block",
+    "set_bits",
+    "slice_depth",
+    "tokens_below",
+    "walk_space",
+    "walk_trie",
+    "warm_up",
+]
 
 
 def _walk_trie(
@@ -206,6 +216,15 @@ def _tokens_below(
     return tokens, offsets, all_live
 
 
+def _lay_block(table: np.ndarray, base: int, source: np.ndarray) -> None:
+    """Write rows `base + 1 ...` of a lexer table from a DFA's rows `1 ...`: every live target t
+    becomes `base + t`, the dead state stays 0. One pass (numpy takes three)."""
+    for i in range(1, source.shape[0]):
+        for byte in range(source.shape[1]):
+            target = source[i, byte]
+            table[base + i, byte] = base + target if target else 0
+
+
 def _set_bits(packed: np.ndarray, tokens: np.ndarray) -> None:
     """Set the bits of `tokens` in the packed mask `packed` (uint32), in place."""
     for token in tokens:
@@ -279,6 +298,11 @@ def tokens_below(*args: Any) -> tuple[np.ndarray, np.ndarray, bool]:
     return jit("tokens_below", _tokens_below)(*args)
 
 
+def lay_block(table: np.ndarray, base: int, source: np.ndarray) -> None:
+    """`_lay_block`, compiled."""
+    jit("lay_block", _lay_block)(table, base, source)
+
+
 def set_bits(packed: np.ndarray, tokens: np.ndarray) -> None:
     """`_set_bits`, compiled."""
     jit("set_bits", _set_bits)(packed, tokens)
@@ -305,6 +329,10 @@ def warm_up() -> None:
     boundary, follows = np.zeros(2, dtype=np.int32), np.zeros((1, 256), dtype=bool)  # as `Lexer` has them
     space = walk_space(1)
     set_bits(np.zeros(1, dtype=np.uint32), one)
+    for writeable in (True, False):  # DFAs from the process-wide cache are read-only
+        source = np.zeros((2, 256), dtype=np.int32)
+        source.flags.writeable = writeable
+        lay_block(np.zeros((2, 256), dtype=np.int32), 0, source)
     walk_trie(
         one, np.ones(1, dtype=np.int32), np.zeros((2, 256), dtype=np.int32), np.ones(2, dtype=bool),
         boundary, follows, one, one, np.zeros(1, dtype=np.int32), one, one, np.zeros(1, dtype=bool),

@@ -28,6 +28,7 @@ from typing import ClassVar
 import numpy as np
 
 from grammask.automata.dfa import ByteDFA
+from grammask.engine import kernels
 from grammask.errors import GrammarError
 from grammask.limits import Limits
 
@@ -56,15 +57,18 @@ class _Memory:
 
     __slots__ = ("mapping", "rows")
 
-    #: Tables of dropped lexers kept for the next lexers: at most `tables` of them, each with its
-    #: pages past `max_rows` rows given back to the system first (so the pool holds at most 4 x 16
-    #: MiB, and a lexer that takes a table holds at most 16 MiB more than it wrote). The median
-    #: MaskBench lexer writes about 1,000 rows, the 90th percentile 7,000, and at 4,096 rows 42%
-    #: of all rows were laid into fresh pages (steps took 4 to 8% longer). On the class, not the
+    #: Tables of dropped lexers kept for the next lexers: at most `tables` of them, with at most
+    #: `max_rows` rows written each and `pool_rows` in all (64 MiB); pages past what a table may
+    #: keep are given back to the system first, so a lexer that takes a table holds at most 16 MiB
+    #: more than it wrote. A grammar of many lexemes entering the compile cache evicts several at
+    #: once: with four tables of up to 4,096 rows, half of those tables found the pool full, 60%
+    #: of new lexers found it empty, and 42% of all rows were laid into fresh pages. (The median
+    #: MaskBench lexer writes about 1,000 rows, the 90th percentile 7,000.) On the class, not the
     #: module: finalisers that run as the interpreter exits still find them.
     pool: ClassVar[deque[_Memory]] = deque()
-    tables: ClassVar[int] = 4
+    tables: ClassVar[int] = 16
     max_rows: ClassVar[int] = 1 << 14
+    pool_rows: ClassVar[int] = 1 << 16
 
     def __init__(self, mapping: mmap.mmap | None, rows: int) -> None:
         self.mapping = mapping
@@ -74,13 +78,20 @@ class _Memory:
         mapping, rows = self.mapping, self.rows
         if mapping is None or len(self.pool) >= self.tables:
             return
-        if rows > self.max_rows:
-            if not hasattr(mmap, "MADV_DONTNEED"):
+        room = self.pool_rows - sum(memory.rows for memory in list(self.pool))  # a copy: atomic
+        keep = min(self.max_rows, room) & ~3  # rows in whole 4 KiB pages
+        if rows > keep:
+            if keep <= 0 or not hasattr(mmap, "MADV_DONTNEED"):
                 return
-            start = self.max_rows * 256 * 4  # a whole number of pages
+            start = keep * 256 * 4
             mapping.madvise(mmap.MADV_DONTNEED, start, len(mapping) - start)
-            rows = self.max_rows
+            rows = keep
         self.pool.append(_Memory(mapping, rows))  # atomic: no lock in a finaliser
+
+
+#: Anonymous memory of this process alone. Python maps anonymous memory shared by default, and
+#: shared memory keeps its pages when advised `MADV_DONTNEED`: the pool's trimming gave nothing back.
+_PRIVATE = {"flags": mmap.MAP_PRIVATE} if hasattr(mmap, "MAP_PRIVATE") else {}
 
 
 def _zero_rows(n: int) -> tuple[np.ndarray, _Memory]:
@@ -94,7 +105,7 @@ def _zero_rows(n: int) -> tuple[np.ndarray, _Memory]:
         try:
             found = _Memory.pool.popleft()
         except IndexError:
-            mapping = mmap.mmap(-1, n * 256 * 4)
+            mapping = mmap.mmap(-1, n * 256 * 4, **_PRIVATE)
             break
         if found.mapping is not None and len(found.mapping) == n * 256 * 4:
             mapping, rows = found.mapping, found.rows
@@ -256,12 +267,16 @@ class Lexer:
             while base + n > len(self.expanded):
                 self._grow()
             block = slice(base + 1, base + n)
-            # Shifted in place: base where a target is live, plus the target (the dead state stays
-            # 0). Three plain passes cost less than half of one masked `np.add(..., where=)`.
-            source, rows = dfa.transitions[1:], self.table[block]
-            np.not_equal(source, 0, out=rows, casting="unsafe")
-            rows *= base
-            rows += source
+            # Shifted: base where a target is live, plus the target (the dead state stays 0). The
+            # kernel writes each row once; numpy needs three passes (which cost less than half of
+            # one masked `np.add(..., where=)`).
+            if kernels.AVAILABLE:
+                kernels.lay_block(self.table, base, dfa.transitions)
+            else:
+                source, rows = dfa.transitions[1:], self.table[block]
+                np.not_equal(source, 0, out=rows, casting="unsafe")
+                rows *= base
+                rows += source
             self.expanded[block] = True
             self._owner[block] = terminal
             choice = ((), (terminal,))

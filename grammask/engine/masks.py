@@ -663,6 +663,8 @@ class MaskComputer:
         no row of several lexemes is built); where a lexeme ends before the token does, the parser
         completes it and the rest goes on to the next level. One step pass per level, however
         many Earley sets the tokens have reached. `crossing` is the first level's, when known."""
+        if crossing is not None and len(sets) == 1 and not crossing.entry.size:  # one level, as most are
+            return crossing.ok, crossing.died & sets[0].tainted
         n = len(tokens)
         ok = np.zeros(n, dtype=bool)
         unsure = np.zeros(n, dtype=bool)

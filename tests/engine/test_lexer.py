@@ -1,7 +1,9 @@
 """The grammar-wide lazy lexer, against its component DFAs stepped one by one."""
 
 import gc
+import mmap
 import random
+from collections import deque
 
 import numpy as np
 import pytest
@@ -140,7 +142,28 @@ def test_a_dropped_lexers_table_is_reused_and_its_rows_never_read(vocab_llama3, 
     del other, matcher
     gc.collect()
     assert [(memory.mapping, memory.rows) for memory in lexer_module._Memory.pool] == [(mapping, 16)]
+    rows = np.frombuffer(mapping, dtype=np.int32).reshape(-1, 256)
+    assert rows[16:].any(axis=1).sum() == 0 < rows[:16].any(axis=1).sum()  # the pages past them given back
     np.frombuffer(mapping, dtype=np.int32)[256 : 256 * 4096] = 7  # stale rows that would mislead
     reused = CompiledGrammar(grammar, vocab_llama3)
     assert reused.parser.lexer._memory.mapping is mapping
     assert masks(reused) == want
+
+
+@pytest.mark.skipif(not hasattr(mmap, "MADV_DONTNEED"), reason="no madvise here")
+def test_the_pool_of_dropped_tables_is_bounded_in_rows(monkeypatch):
+    """Tables dropped in a burst (a large grammar evicting several) fill the pool up to
+    `pool_rows` rows in all: a table over the room left keeps only what fits, its other pages
+    given back (they read as zeros again), and one that finds no room is not pooled."""
+    monkeypatch.setattr(lexer_module._Memory, "pool", deque())
+    monkeypatch.setattr(lexer_module._Memory, "max_rows", 32)
+    monkeypatch.setattr(lexer_module._Memory, "pool_rows", 40)
+    mappings = [mmap.mmap(-1, 64 * 1024, **lexer_module._PRIVATE) for _ in range(3)]
+    for mapping in mappings:
+        np.frombuffer(mapping, dtype=np.int32)[: 30 * 256] = 7
+        memory = lexer_module._Memory(mapping, 30)
+        del memory  # as when its lexer is dropped
+    pool = lexer_module._Memory.pool
+    assert [(memory.mapping, memory.rows) for memory in pool] == [(mappings[0], 30), (mappings[1], 8)]
+    trimmed = np.frombuffer(mappings[1], dtype=np.int32).reshape(-1, 256)
+    assert (trimmed[:8] == 7).all() and not trimmed[8:].any()
