@@ -220,9 +220,6 @@ class MaskComputer:
         self.words = (vocab.size + 31) // 32
         self.tables = tables_for(vocab)
         self._index = self.tables.index
-        #: the tries a walk may cover (the whole vocabulary's, each slice's rest), numbered for the cache
-        self._tries = (self._index, *(token_slice.rest for token_slice in self.tables.json_string))
-        self._trie_numbers = {id(index): number for number, index in enumerate(self._tries)}
         self._eos = np.array(vocab.eos_ids, dtype=np.int64)
         eos_only = np.zeros(self.size, dtype=bool)
         eos_only[self._eos] = True
@@ -426,26 +423,21 @@ class MaskComputer:
         When every text of a JSON-string slice keeps the lexer alive from `state`, the slice's
         tokens are all alive: their mask is OR-ed in and only the other tokens are walked."""
         key = ("walk", state)
-        stored = self.cache.get(key)
-        if stored is not None:
-            alive, splits = stored
-            return TokenWalk(alive, tuple(Splits(self._tries[i], nodes, states) for i, nodes, states in splits))
-        pairs = self.lexer.pairs(state)
-        if len(pairs) > 1:
-            found = self._union_walk(pairs)
-        else:
-            token_slice = self._widest_slice(state)
-            if token_slice is not None:
-                found = self._walk(state, token_slice.rest)
-                found = TokenWalk(found.alive | token_slice.mask, found.splits)
-                found.alive.flags.writeable = False
+        found = self.cache.get(key)
+        if found is None:
+            pairs = self.lexer.pairs(state)
+            if len(pairs) > 1:
+                found = self._union_walk(pairs)
             else:
-                found = self._walk(state, self._index)
-            self.walks_computed += 1
-        # Kept as a plain tuple of arrays and numbers, which the garbage collector stops tracking:
-        # thousands of walks kept as objects made every full collection about an eighth longer.
-        splits = tuple((self._trie_numbers[id(s.index)], s.nodes, s.states) for s in found.splits)
-        self.cache.put(key, (found.alive, splits), 0, found.arrays)
+                token_slice = self._widest_slice(state)
+                if token_slice is not None:
+                    found = self._walk(state, token_slice.rest)
+                    found = TokenWalk(found.alive | token_slice.mask, found.splits)
+                    found.alive.flags.writeable = False
+                else:
+                    found = self._walk(state, self._index)
+                self.walks_computed += 1
+            self.cache.put(key, found, 0, found.arrays)
         return found
 
     def _union_walk(self, pairs: tuple[tuple[int, int], ...]) -> TokenWalk:

@@ -6,7 +6,6 @@ where the grammar names them, and end-of-sequence tokens exactly when s is a sen
 """
 
 import dataclasses
-import gc
 import random
 import zlib
 
@@ -327,29 +326,6 @@ def test_cache_stays_within_its_budget(vocab_llama3):
     # The count is no lower than the arrays the entries keep alive (shared ones counted once).
     held = {id(a): a.nbytes for value in small.cache._data.values() for a in _arrays_in(value)}
     assert 0 < sum(held.values()) <= small.cache.nbytes
-
-
-def test_cached_walks_are_not_tracked_by_the_garbage_collector(vocab_llama3):
-    """Walks (thousands per process) are cached as plain tuples of arrays and numbers, which a
-    collection stops tracking, so full collections do not scan them; read back, they are the
-    walks that were computed (slices' tries included)."""
-    compiled = CompiledGrammar(grammars()["json"], vocab_llama3)
-    masks = compiled.masks
-    computed = {}
-    for matcher in random_walk(compiled, steps=12, seed=5):
-        for _, state in matcher._history[-1].scans:
-            computed[state] = masks.walk(state)
-    for _ in range(3):  # a tuple is untracked once the tuples in it are: one level per collection
-        gc.collect()
-    stored = {key[1]: value for key, value in compiled.cache._data.items() if key[0] == "walk"}
-    assert stored.keys() >= computed.keys() and any(walk.splits for walk in computed.values())
-    assert not any(gc.is_tracked(value) for value in stored.values())
-    for state, walk in computed.items():
-        again = masks.walk(state)
-        assert again.alive is walk.alive
-        assert [(s.index, s.nodes, s.states) for s in again.splits] == [
-            (s.index, s.nodes, s.states) for s in walk.splits
-        ]
 
 
 def _arrays_in(value: object) -> list[np.ndarray]:
