@@ -85,8 +85,8 @@ class LRUCache:
         hold too, each counted once however many entries hold it. Returns `value`."""
         nbytes += OBJECT_BYTES  # the key and the bookkeeping
         with self._lock:
-            if key in self._data:
-                self._drop(key)
+            if self._data.pop(key, _MISSING) is not _MISSING:
+                self._forget(key)
             self._data[key] = value
             self._sizes[key] = nbytes
             self._bytes += nbytes
@@ -98,12 +98,15 @@ class LRUCache:
                     if not held:
                         self._bytes += size
             while self._bytes > self.budget and len(self._data) > 1:
-                self._drop(next(iter(self._data)))
+                # One call takes the oldest entry: an iterator over the dict would fail if a
+                # lookup (`get`, without the lock) moved an entry meanwhile.
+                oldest, _ = self._data.popitem(last=False)
+                self._forget(oldest)
                 self._evictions += 1
         return value
 
-    def _drop(self, key: Hashable) -> None:
-        del self._data[key]
+    def _forget(self, key: Hashable) -> None:
+        """Drop the bookkeeping of an entry taken out of `_data`."""
         self._bytes -= self._sizes.pop(key)
         for array_id, size in self._shares.pop(key, ()):
             held = self._held.pop(array_id) - 1
