@@ -69,6 +69,8 @@ class _Memory:
     tables: ClassVar[int] = 16
     max_rows: ClassVar[int] = 1 << 14
     pool_rows: ClassVar[int] = 1 << 16
+    #: table rows (1 KiB each) in one page of memory: 4 on x86, 16 with Apple silicon's 16 KiB pages
+    page_rows: ClassVar[int] = max(1, mmap.PAGESIZE // (256 * 4))
 
     def __init__(self, mapping: mmap.mmap | None, rows: int) -> None:
         self.mapping = mapping
@@ -79,7 +81,7 @@ class _Memory:
         if mapping is None or len(self.pool) >= self.tables:
             return
         room = self.pool_rows - sum(memory.rows for memory in list(self.pool))  # a copy: atomic
-        keep = min(self.max_rows, room) & ~3  # rows in whole 4 KiB pages
+        keep = min(self.max_rows, room) // self.page_rows * self.page_rows  # madvise takes whole pages
         if rows > keep:
             if keep <= 0 or not hasattr(mmap, "MADV_DONTNEED"):
                 return
