@@ -219,7 +219,7 @@ class Matcher:
         if config is _FINISHED:
             return True
         after = self._parser.step_bytes(config, self.forced_bytes())
-        return after is not None and not after.scans
+        return after is not None and not after.sets
 
 
 def _end_bits(compiled: CompiledGrammar, ends: frozenset[int]) -> tuple[np.ndarray, np.ndarray]:

@@ -114,13 +114,17 @@ def test_a_grammar_changed_after_construction_is_cached_by_its_rules(vocab_llama
     assert after.matcher().accept_string("42") and not after.matcher().accept_string("ab")
 
 
-def test_cache_keys_and_earley_items_are_untracked(vocab_llama3):
-    """Cache keys and Earley items are tuples of numbers (sets and configs named by number): the
-    collector stops tracking them, so a grammar's thousands of entries cost full collections
-    nothing."""
+def test_cache_keys_earley_items_and_grammar_tables_are_untracked(vocab_llama3):
+    """Cache keys, Earley items, config keys and the grammar's tables are tuples of numbers (sets
+    and configs named by number): the collector stops tracking them, so a grammar's thousands of
+    entries cost full collections nothing. The configs of one scan of the same set share one
+    tuple of sets."""
     # Any value for other keys: a recursive grammar, so the object is parsed, not one lexeme.
     compiled = CompiledGrammar(Grammar.from_json_schema({**SCHEMA, "additionalProperties": {}}), vocab_llama3)
     _decode(compiled, b'{"tags": ["a", "b"], "x": [1], "y": {"z": 2}')
+    matcher = compiled.matcher()  # a long string, three bytes a step: a config per lexer state
+    for i in range(0, 60, 3):
+        assert matcher.advance_bytes(b'{"name": "one two three four five six seven eight nine ten", '[i : i + 3])
     gc.collect()
     gc.collect()  # a tuple is untracked once its items are: an outer key may need a second pass
     keys = list(compiled.cache._data)
@@ -129,3 +133,15 @@ def test_cache_keys_and_earley_items_are_untracked(vocab_llama3):
     sets = [s for table in compiled.parser._sets for s in table.values()]
     assert len(sets) > 5
     assert not [item for s in sets for item in s.items if gc.is_tracked(item)]
+    parser = compiled.parser
+    configs = [c for table in parser._configs for c in table.values()]
+    assert len(configs) >= 8
+    assert not [key for table in parser._configs for key in table if gc.is_tracked(key)]
+    assert not [c.states for c in configs if gc.is_tracked(c.states)]
+    tables = (parser.lhs, parser.rhs, parser.by_lhs, parser.nullable, parser.is_lexeme, parser.token_ids)
+    assert not [table for table in tables if gc.is_tracked(table)]
+    alone = {}
+    for config in configs:
+        if len(config.sets) == 1:
+            assert alone.setdefault(config.sets[0].number, config.sets) is config.sets
+    assert len(alone) < sum(len(c.sets) == 1 for c in configs)

@@ -57,7 +57,7 @@ def shortest_completion(parser: Parser, start: Config, *, max_states: int = 20_0
 
 def _representative_bytes(parser: Parser, config: Config) -> list[int]:
     """One byte for each group of bytes that moves every live lexer of `config` the same way."""
-    rows = [parser.lexer.row(state) for _, state in config.scans]
+    rows = [parser.lexer.row(state) for state in config.states]
     if not rows:
         return []
     moves = np.array(rows)  # [scans, 256]: the lexer state after each byte

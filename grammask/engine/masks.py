@@ -234,14 +234,14 @@ class MaskComputer:
     def mask(self, config: Config) -> np.ndarray:
         """The packed int32 bitmask of `config` (cached; read-only). A config of one scan that
         does not accept, as most are, has its scan's mask: no entry of its own."""
-        scans = config.scans
-        if len(scans) == 1 and not config.accepting:
-            return self._scan_mask(*scans[0])
+        sets = config.sets
+        if len(sets) == 1 and not config.accepting:
+            return self._scan_mask(sets[0], config.states[0])
         key = ("mask", config.number)
         found = self.cache.get(key)
         if found is None:
             found = self.eos_mask.copy() if config.accepting else np.zeros(self.words, dtype=np.int32)
-            for earley_set, state in scans:
+            for earley_set, state in zip(sets, config.states, strict=True):
                 found |= self._scan_mask(earley_set, state)
             found.flags.writeable = False
             self.cache.put(key, found, 0, (found,))

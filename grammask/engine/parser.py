@@ -28,7 +28,7 @@ placeholder's items; sets made past that point are *tainted*, and a text rejecte
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Sequence
 from itertools import count
 
 from grammask.automata.compile import compile_regex
@@ -111,20 +111,33 @@ class EarleySet:
 
 
 class Config:
-    """A parse state between tokens: the live scans and whether the text is a complete sentence."""
+    """A parse state between tokens: the live scans and whether the text is a complete sentence.
 
-    __slots__ = ("scans", "accepting", "forced", "number", "__weakref__")
+    The scans are kept as two tuples, the sets and their lexer states, not as pairs: a tuple of
+    integers is untracked by Python's garbage collector, and a grammar holds thousands of configs."""
 
-    def __init__(self, scans: tuple[tuple[EarleySet, int], ...], accepting: bool, number: int) -> None:
-        self.scans = scans
+    __slots__ = ("sets", "states", "accepting", "forced", "number", "__weakref__")
+
+    def __init__(self, sets: tuple[EarleySet, ...], states: tuple[int, ...], accepting: bool, number: int) -> None:
+        self.sets = sets
+        self.states = states
         self.accepting = accepting
         #: unique within the parser (shared with Earley sets): how cache keys name this config
         self.number = number
         self.forced: bytes | None = None
 
     @property
+    def scans(self) -> tuple[tuple[EarleySet, int], ...]:
+        """The live `(earley_set, lexer_state)` pairs."""
+        return tuple(zip(self.sets, self.states, strict=True))
+
+    @property
     def is_dead(self) -> bool:
-        return not self.scans and not self.accepting
+        return not self.sets and not self.accepting
+
+
+def _scan_order(scan: tuple[EarleySet, int]) -> tuple[int, int]:
+    return scan[0].number, scan[1]
 
 
 def _placeholder(number: int) -> EarleySet:
@@ -141,7 +154,7 @@ def _placeholder(number: int) -> EarleySet:
 _ITSELF = EarleySet.__new__(EarleySet)
 
 
-def nullable_nonterminals(lhs: list[int], rhs: list[tuple[int, ...]], n: int) -> list[bool]:
+def nullable_nonterminals(lhs: Sequence[int], rhs: Sequence[tuple[int, ...]], n: int) -> list[bool]:
     """Per nonterminal, whether it derives the empty string; in time linear in the grammar: a
     production becomes nullable once the last of its symbols does (one with a terminal never does)."""
     nullable = [False] * n
@@ -168,7 +181,7 @@ def nullable_nonterminals(lhs: list[int], rhs: list[tuple[int, ...]], n: int) ->
 
 
 def following_lexemes(
-    lhs: list[int], rhs: list[tuple[int, ...]], nullable: list[bool], is_lexeme: list[bool]
+    lhs: Sequence[int], rhs: Sequence[tuple[int, ...]], nullable: Sequence[bool], is_lexeme: Sequence[bool]
 ) -> list[tuple[int, ...]]:
     """Per terminal, the lexeme terminals that may come right after it in some sentence (the
     classic FOLLOW sets, over all contexts at once). Text that goes on past the end of a lexeme
@@ -276,21 +289,25 @@ class Parser:
         Derived data goes to `cache` (a fresh one under `limits.max_cache_bytes` if None)."""
         self.limits = limits
         self.cache = cache if cache is not None else LRUCache(limits.max_cache_bytes)
-        self.lhs = [lhs for lhs, _ in bnf.productions]
-        self.rhs = [rhs for _, rhs in bnf.productions]
-        self.is_lexeme = [isinstance(t, Lex) for t in bnf.terminals]
+        # Tables of the grammar as tuples of integers, which Python's garbage collector stops
+        # tracking (lists it would scan in every full collection, for every cached grammar).
+        self.lhs = tuple(lhs for lhs, _ in bnf.productions)
+        self.rhs = tuple(rhs for _, rhs in bnf.productions)
+        self.is_lexeme = tuple(isinstance(t, Lex) for t in bnf.terminals)
         #: per nonterminal, its rule's name (`<...>` for the helpers `normalise` makes)
         self.rule_names = bnf.nonterminal_names
-        self.token_ids = token_ids
+        self.token_ids = tuple(token_ids)
         self._lexemes = _Lexemes({k: t.regex for k, t in enumerate(bnf.terminals) if isinstance(t, Lex)}, limits)
         self._init_prediction(bnf.n_nonterminals)
         follows = following_lexemes(self.lhs, self.rhs, self.nullable, self.is_lexeme)
-        self.lexer = Lexer(self._lexemes.dfa, limits, follows)
+        self.lexer = Lexer(self._lexemes.dfa, limits, tuple(follows))
         # Hash-consing tables, one per value of the flag (tainted, accepting) rather than keyed by
         # (items, flag) pairs: a pair per entry would be one more object for the garbage collector.
         self._sets: tuple[dict[frozenset[Item], EarleySet], ...] = ({}, {})
         self._set_items = 0  # items of the sets in `_sets`, for `nbytes`
-        self._configs: tuple[dict[frozenset[tuple[EarleySet, int]], Config], ...] = ({}, {})
+        self._configs: tuple[dict[int | tuple[int, ...], Config], ...] = ({}, {})
+        #: per set number: the `Config.sets` of its configs of one scan
+        self._alone: dict[int, tuple[EarleySet, ...]] = {}
         self._lock = threading.Lock()
         #: numbers for new Earley sets and configs. Cache keys name sets and configs by number, not
         #: by reference: a key of integers is one object fewer for the garbage collector, and
@@ -312,8 +329,8 @@ class Parser:
         by_lhs: list[list[int]] = [[] for _ in range(n)]
         for p, lhs in enumerate(self.lhs):
             by_lhs[lhs].append(p)
-        self.nullable = nullable_nonterminals(self.lhs, self.rhs, n)
-        self.by_lhs = by_lhs
+        self.nullable = tuple(nullable_nonterminals(self.lhs, self.rhs, n))
+        self.by_lhs = tuple(map(tuple, by_lhs))
         self._predicted: dict[int, frozenset[Item]] = {}
 
     def predicted(self, nonterminal: int) -> frozenset[Item]:
@@ -487,16 +504,29 @@ class Parser:
 
     # -- configs ----------------------------------------------------------------------------------
 
-    def _config(self, scans: Iterable[tuple[EarleySet, int]], accepting: bool) -> Config:
-        key = frozenset(scans)
+    def _config(self, scans: Collection[tuple[EarleySet, int]], accepting: bool) -> Config:
+        # Keyed by integers (a set's number and a lexer state in one), which the garbage collector
+        # does not track: one scan, as most configs have, is one int.
+        if len(scans) == 1:
+            ((earley_set, state),) = scans
+            ordered: Collection[tuple[EarleySet, int]] = scans
+            key: int | tuple[int, ...] = earley_set.number << 32 | state
+        else:
+            ordered = sorted(scans, key=_scan_order)
+            key = tuple(earley_set.number << 32 | state for earley_set, state in ordered)
         table = self._configs[accepting]
         found = table.get(key)
         if found is None:
-            found = Config(tuple(scans), accepting, next(self.numbers))
+            if len(ordered) == 1:  # the configs of one set share its one-tuple (one object fewer each)
+                sets = self._alone.get(earley_set.number) or self._alone.setdefault(earley_set.number, (earley_set,))
+            else:
+                sets = tuple(earley_set for earley_set, _ in ordered)
+            found = Config(sets, tuple(state for _, state in ordered), accepting, next(self.numbers))
             with self._lock:
                 if sum(map(len, self._configs)) >= self.limits.max_parser_states:
                     for full in self._configs:
                         full.clear()  # configs in use stay valid; only sharing is lost
+                    self._alone.clear()
                 found = table.setdefault(key, found)
         return found
 
@@ -507,11 +537,11 @@ class Parser:
 
     def step_bytes(self, config: Config, data: bytes) -> Config | None:
         """The config after `data`, or None if `data` cannot follow."""
-        scans: Iterable[tuple[EarleySet, int]] = config.scans
+        scans: Collection[tuple[EarleySet, int]] = config.scans
         accepting = config.accepting
         step, accepts = self.lexer.step, self.lexer.accepts
-        if len(config.scans) == 1 and data:  # inside one lexeme, as most tokens are: no sets to build
-            ((earley_set, state),) = config.scans
+        if len(scans) == 1 and data:  # inside one lexeme, as most tokens are: no sets to build
+            ((earley_set, state),) = scans
             for i, byte in enumerate(data):
                 after = step(state, byte)
                 if not after:
@@ -579,7 +609,7 @@ class Parser:
 
     def allowed_bytes(self, config: Config) -> set[int]:
         allowed: set[int] = set()
-        for _, state in config.scans:
+        for state in config.states:
             allowed.update(self.lexer.next_bytes(state))
         return allowed
 
