@@ -41,6 +41,9 @@ _SLICE_PAIRS = 2048
 #: combined cost ~0.3 ms each); past them it settles for what it has proven.
 _SLICE_ROWS = 64
 _SLICE_PAIRS_NUMPY = 48
+#: From this many lexemes into a token on, a split check of an abstract scan goes on from the
+#: abstract sets of what it completes (see `MaskComputer._valid_after`).
+_SHARED_LEVEL = 4
 
 __all__ = ["MaskComputer", "Splits", "TokenWalk"]
 
@@ -285,7 +288,7 @@ class MaskComputer:
         if not unsure.empty:  # decide what the abstract set could not, from the concrete one
             found = found.copy()
             for splits in unsure.splits:
-                self._check_splits(earley_set, splits, found)
+                self._check_splits(earley_set, splits, found, shared=False)
             if unsure.tokens.size:
                 ok, _ = self._after_lexeme(earley_set, unsure.tokens, unsure.offsets, unsure.states)
                 _set_bits(found, unsure.tokens[ok])
@@ -316,7 +319,7 @@ class MaskComputer:
             return (found, _SURE) if isinstance(found, np.ndarray) else found
         walk = self.walk(state)  # (with a split node or a token terminal: see `_scan_mask`)
         packed = walk.alive.copy()
-        unsure = _merge([self._check_splits(abstract, splits, packed) for splits in walk.splits], packed)
+        unsure = _merge([self._check_splits(abstract, splits, packed, shared=True) for splits in walk.splits], packed)
         if state == abstract.lex_start and abstract.tokens:
             _set_bits(packed, np.fromiter(abstract.tokens, dtype=np.int64))
         packed.flags.writeable = False
@@ -325,12 +328,12 @@ class MaskComputer:
         self.cache.put(key, packed if unsure is _SURE else (packed, unsure), unsure.nbytes, (packed,))
         return packed, unsure
 
-    def _check_splits(self, earley_set: EarleySet, splits: Splits, packed: np.ndarray) -> _Unsure:
+    def _check_splits(self, earley_set: EarleySet, splits: Splits, packed: np.ndarray, *, shared: bool) -> _Unsure:
         """Set in `packed` the tokens below split nodes whose remaining bytes can follow at
-        `earley_set`; return what is unsure."""
+        `earley_set`; return what is unsure (nothing when not `shared`, see `_valid_after`)."""
         unsure_nodes, unsure_tokens = [], []
         for state, group in self._by_accepted(splits):
-            allowed, node_doubt, tokens, offsets = self._split_group(earley_set, splits.index, state, group)
+            allowed, node_doubt, tokens, offsets = self._split_group(earley_set, splits.index, state, group, shared)
             _set_bits(packed, allowed)
             if node_doubt:
                 unsure_nodes.append((group, state))
@@ -353,7 +356,7 @@ class MaskComputer:
         )
 
     def _split_group(
-        self, earley_set: EarleySet, index: TrieIndex, state: int, group: np.ndarray
+        self, earley_set: EarleySet, index: TrieIndex, state: int, group: np.ndarray, shared: bool
     ) -> tuple[np.ndarray, bool, np.ndarray, np.ndarray]:
         """For split nodes `group`, all where `state`'s lexemes end: the tokens below them that can
         follow at `earley_set`, whether the concrete set may allow more below the nodes, and the
@@ -365,14 +368,16 @@ class MaskComputer:
         byte cannot start a lexeme after the split are dropped with their subtree first."""
         ended = self.lexer.accepts[state]
         digest = hashlib.blake2b(group.tobytes(), digest_size=16).digest()
-        key = ("splits", earley_set.number, id(index), ended, digest)
+        key = ("splits", earley_set.number, id(index), ended, digest, shared)
         found = self.cache.get(key)
         if found is not None:
             return found
         made = self.parser.complete(earley_set, ended)
         below = self._below_splits(made.lex_start, index, group, digest)
         tokens, offsets = below.tokens, below.offsets
-        ok, unsure = self._valid_after([made], np.zeros(len(tokens), dtype=np.int64), tokens, offsets, below.crossing)
+        ok, unsure = self._valid_after(
+            [made], np.zeros(len(tokens), dtype=np.int64), tokens, offsets, below.crossing, shared
+        )
         doubt = unsure & ~ok
         found = (tokens[ok], made.tainted and not below.all_live, tokens[doubt], offsets[doubt])
         self.cache.put(key, found, sum(a.nbytes for a in (found[0], found[2], found[3])))
@@ -653,6 +658,7 @@ class MaskComputer:
         tokens: np.ndarray,
         offsets: np.ndarray,
         crossing: _Crossing | None = None,
+        shared: bool = False,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Whether each token's bytes from its offset can follow at the fresh lexeme boundary
         `sets[which[i]]`, and whether a rejection is unsure.
@@ -662,13 +668,21 @@ class MaskComputer:
         valid for one of the lexemes expected there, so the steps stay in single-lexeme blocks and
         no row of several lexemes is built); where a lexeme ends before the token does, the parser
         completes it and the rest goes on to the next level. One step pass per level, however
-        many Earley sets the tokens have reached. `crossing` is the first level's, when known."""
+        many Earley sets the tokens have reached. `crossing` is the first level's, when known.
+
+        `shared`: from `_SHARED_LEVEL` lexemes into the tokens on, go on from the abstract sets of
+        the sets completed. A token made of one character repeated (a run of `-` where each is a
+        unary minus) reaches a new depth with every lexeme, and every depth would be a new set; the
+        abstract sets of those depths are one, so its completions are cached after the first. A
+        rejection past the placeholder is unsure, as for any abstract set: a caller that cannot
+        check the unsure ones again (from the concrete set) passes False."""
         if crossing is not None and len(sets) == 1 and not crossing.entry.size:  # one level, as most are
             return crossing.ok, crossing.died & sets[0].tainted
         n = len(tokens)
         ok = np.zeros(n, dtype=bool)
         unsure = np.zeros(n, dtype=bool)
         root = np.arange(n)  # each entry's token, as a position in `tokens`
+        level = 1
         while root.size:
             if crossing is None:
                 crossing = self._cross_from(sets, which, tokens[root], offsets)
@@ -679,6 +693,9 @@ class MaskComputer:
             if not going.any():
                 break
             sets, which = self._complete_each(sets, which[crossing.entry[going]], crossing.ended[going])
+            level += 1
+            if shared and level >= _SHARED_LEVEL:
+                sets = [self.parser.abstract(s) for s in sets]
             root, offsets = root[crossing.entry[going]], crossing.after[going]
             crossing = None
         return ok, unsure

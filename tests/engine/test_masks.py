@@ -17,6 +17,7 @@ from grammask import assets
 from grammask.bitmask import unpack_bitmask
 from grammask.compiler import CompiledGrammar
 from grammask.engine import kernels
+from grammask.engine import masks as masks_module
 from grammask.engine.tables import TrieIndex
 from grammask.grammar import Grammar
 from grammask.ir import regex as rx
@@ -378,3 +379,30 @@ def test_masks_without_numba_equal_masks_with_it(vocab_llama3, monkeypatch, gram
             break
         token = rng.choice(choices)
         assert matcher.advance(token) and twin.advance(token)
+
+
+def test_runs_of_nested_lexemes_in_one_token_share_their_sets(vocab_llama3, monkeypatch):
+    """`root ::= "-" root | "(" root ")" | "x"`: a token of sixteen `-` is sixteen lexemes, each
+    at a new depth. From `_SHARED_LEVEL` lexemes in, a split check goes on from abstract sets,
+    which are one for every depth, so the run costs a few Earley sets instead of one per
+    character; the masks stay those of brute force, where the run ends in `)` too."""
+    nested = seq(literal("("), ref("root"), literal(")"))
+    grammar = Grammar({"root": alt(seq(literal("-"), ref("root")), nested, literal("x"))})
+
+    def sets_made(level: int) -> int:
+        """Earley sets made by computing the masks (the brute force makes the concrete ones)."""
+        monkeypatch.setattr(masks_module, "_SHARED_LEVEL", level)
+        compiled = CompiledGrammar(grammar, vocab_llama3)
+        made = 0
+        for prefix in (b"", b"((", b"(-(-", b"-((x"):
+            matcher = compiled.matcher()
+            assert matcher.advance_bytes(prefix)
+            before = sum(map(len, compiled.parser._sets))
+            got = unpack_bitmask(matcher._mask(), vocab_llama3.size)
+            made += sum(map(len, compiled.parser._sets)) - before
+            assert np.array_equal(got, brute_force(matcher)), prefix
+        return made
+
+    assert vocab_llama3.token_id("-" * 16) >= 0
+    shared, unshared = sets_made(masks_module._SHARED_LEVEL), sets_made(10**9)
+    assert shared * 3 < unshared, (shared, unshared)
