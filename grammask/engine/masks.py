@@ -330,7 +330,7 @@ class MaskComputer:
 
     def _check_splits(self, earley_set: EarleySet, splits: Splits, packed: np.ndarray, *, shared: bool) -> _Unsure:
         """Set in `packed` the tokens below split nodes whose remaining bytes can follow at
-        `earley_set`; return what is unsure (nothing when not `shared`, see `_valid_after`)."""
+        `earley_set`; return what is unsure (from a concrete set without `shared`: nothing)."""
         unsure_nodes, unsure_tokens = [], []
         for state, group in self._by_accepted(splits):
             allowed, node_doubt, tokens, offsets = self._split_group(earley_set, splits.index, state, group, shared)
