@@ -537,21 +537,24 @@ class Parser:
 
     def step_bytes(self, config: Config, data: bytes) -> Config | None:
         """The config after `data`, or None if `data` cannot follow."""
-        scans: Collection[tuple[EarleySet, int]] = config.scans
-        accepting = config.accepting
         step, accepts = self.lexer.step, self.lexer.accepts
-        if len(scans) == 1 and data:  # inside one lexeme, as most tokens are: no sets to build
-            ((earley_set, state),) = scans
+        scans: Collection[tuple[EarleySet, int]]
+        if len(config.sets) == 1 and data:  # inside one lexeme, as most tokens are: no sets to build
+            earley_set, state = config.sets[0], config.states[0]
             for i, byte in enumerate(data):
                 after = step(state, byte)
                 if not after:
                     return None
                 if accepts[after]:  # a lexeme may end at this byte: the loop below goes on from it
-                    scans, data = ((earley_set, state),), data[i:]
+                    data = data[i:]
                     break
                 state = after
             else:
                 return self._config(((earley_set, state),), False)
+            scans = ((earley_set, state),)
+        else:
+            scans = config.scans
+        accepting = config.accepting
         for byte in data:
             # An Earley set can appear with several lexer states: hash-consing may make the sets of
             # two positions one object when they continue alike.
@@ -590,7 +593,7 @@ class Parser:
             return cached
         scans: set[tuple[EarleySet, int]] = set()
         accepting = False
-        for earley_set, state in config.scans:  # the token as a terminal of its own
+        for earley_set, state in zip(config.sets, config.states, strict=True):  # the token as a terminal of its own
             terminals = earley_set.tokens.get(token_id) if state == earley_set.lex_start else None
             if terminals:
                 made = self.config_after_set(self.complete(earley_set, terminals))
