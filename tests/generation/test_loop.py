@@ -1,6 +1,7 @@
 """`grammask.generate` with the real SmolLM2 model: the seed examples, many formats, jump-forward,
 safe end, stop strings, streaming and batches. Greedy and short, to stay fast on two cores."""
 
+import copy
 import json
 from pathlib import Path
 
@@ -197,7 +198,10 @@ def test_stop_string_and_streaming(smollm2):
 
 
 def test_batch_rows_with_different_formats_match_single_runs(smollm2):
+    # In float64: a batched forward pass rounds differently from a single one on some CPUs (an
+    # Intel Xeon flipped a near tie of the free row in float32), and the test is about the rows.
     model, tok = smollm2
+    model = copy.deepcopy(model).double()
     prompts = [
         chat_prompt(tok, "Extract the person as JSON: Carol is 52."),
         chat_prompt(tok, "Say hi."),
