@@ -38,12 +38,16 @@ def _walk_trie(
     expanded: np.ndarray,
     boundary: np.ndarray,
     follows: np.ndarray,
+    loops: np.ndarray,
+    loops_known: np.ndarray,
     first_child: np.ndarray,
     child_end: np.ndarray,
     edge: np.ndarray,
     end_lo: np.ndarray,
     end_hi: np.ndarray,
+    below_hi: np.ndarray,
     has_below: np.ndarray,
+    below_bytes: np.ndarray,
     sorted_tokens: np.ndarray,
     alive: np.ndarray,
     split_nodes: np.ndarray,
@@ -62,9 +66,14 @@ def _walk_trie(
     Sets in `alive` (packed uint32) the tokens that keep the lexer alive to their end, and adds to
     `split_nodes`/`split_states` (from `n_split` on) the nodes where a lexeme is complete and
     tokens go on below with a byte that can begin a next lexeme (`Lexer.boundary`). A node whose
-    lexer state has no row yet goes to `pending` instead of being walked below. `current`,
-    `following` and their states are work space, as long as the trie. Returns the new number of
-    split nodes and the number of pending nodes."""
+    lexer state has no row yet goes to `pending` instead of being walked below. Where a state
+    steps to itself on every byte below a node (`Lexer.loops` covers `TrieIndex.below_bytes`) and
+    ends no lexeme that text can follow, every token of the subtree is alive and none of its nodes
+    is a split: the subtree is taken whole (inside `[a-z]+`, most of a vocabulary's words). A
+    state's loop set is computed from its row the first time it is asked for, then kept: its
+    words are written before its `loops_known` flag.
+    `current`, `following` and their states are work space, as long as the trie. Returns the new
+    number of split nodes and the number of pending nodes."""
     # Breadth first: children of a sorted frontier are contiguous and sorted, so every array is
     # read in order (a depth-first order would jump around the whole trie).
     size = len(frontier)
@@ -85,6 +94,22 @@ def _walk_trie(
                     alive[token >> 5] |= np.uint32(1) << np.uint32(token & 31)
                 if has_below[child]:
                     row = boundary[after]
+                    if row == 0 and expanded[after]:  # the whole subtree at once?
+                        if not loops_known[after]:
+                            for byte in range(256):
+                                if table[after, byte] == after:
+                                    loops[after, byte >> 6] |= np.uint64(1) << np.uint64(byte & 63)
+                            loops_known[after] = True
+                        if (
+                            below_bytes[child, 0] & ~loops[after, 0] == 0
+                            and below_bytes[child, 1] & ~loops[after, 1] == 0
+                            and below_bytes[child, 2] & ~loops[after, 2] == 0
+                            and below_bytes[child, 3] & ~loops[after, 3] == 0
+                        ):
+                            for k in range(end_hi[child], below_hi[child]):
+                                token = sorted_tokens[k]
+                                alive[token >> 5] |= np.uint32(1) << np.uint32(token & 31)
+                            continue
                     if row != 0:
                         for below in range(first_child[child], child_end[child]):
                             if follows[row, edge[below]]:
@@ -335,8 +360,10 @@ def warm_up() -> None:
         lay_block(np.zeros((2, 256), dtype=np.int32), 0, source)
     walk_trie(
         one, np.ones(1, dtype=np.int32), np.zeros((2, 256), dtype=np.int32), np.ones(2, dtype=bool),
-        boundary, follows, one, one, np.zeros(1, dtype=np.int32), one, one, np.zeros(1, dtype=bool),
-        tokens, np.zeros(1, dtype=np.uint32), *space[:2], 0, *space[2:],
+        boundary, follows, np.zeros((2, 4), dtype=np.uint64), np.zeros(2, dtype=bool), one, one,
+        np.zeros(1, dtype=np.int32), one, one,
+        one, np.zeros(1, dtype=bool), np.zeros((1, 4), dtype=np.uint64), tokens, np.zeros(1, dtype=np.uint32),
+        *space[:2], 0, *space[2:],
     )  # fmt: skip
     data = np.zeros(1, dtype=np.uint8)
     data.flags.writeable = False

@@ -143,6 +143,12 @@ class Lexer:
         #: bytes that can begin a next lexeme (0: no lexeme ends there, or none can come after it).
         #: Token masks look past a lexeme's end only where this says a next lexeme can begin.
         self.boundary = np.zeros(capacity, dtype=np.int32)
+        #: per state: the bytes on which it steps to itself, as a 256-bit set (four uint64 words,
+        #: `TrieIndex.below_bytes`'s layout), once `loops_known`. The trie walk computes them from
+        #: the row when it first asks, and takes a whole subtree at once where its bytes are all
+        #: among them (`kernels.walk_trie`).
+        self.loops = np.zeros((capacity, 4), dtype=np.uint64)
+        self.loops_known = np.zeros(capacity, dtype=bool)
         self.follows = np.zeros((1, 256), dtype=bool)
         #: rows of `follows` by their bytes, and per terminal the bytes that can begin a lexeme
         #: after it: as 256-bit ints (`ByteDFA.first_bits`), which OR in a few nanoseconds
@@ -175,9 +181,9 @@ class Lexer:
     @property
     def nbytes(self) -> int:
         # The rows filled so far (the rest of the table is untouched address space), and per state a
-        # flag, its owner, its accept class and its boundary row.
+        # flag, its owner, its accept class, its boundary row and its loop set.
         written = max(self._n, self._memory.rows)  # a pooled table comes with rows written before
-        tables = written * self.table.itemsize * 256 + self._n * 13 + self.follows.nbytes
+        tables = written * self.table.itemsize * 256 + self._n * 46 + self.follows.nbytes
         sparse = sum(150 + 16 * len(row[0]) for row in self._sparse_rows.values() if row)
         steps = 100 * len(self._steps)
         split = sum(200 + bounds.nbytes + starts.nbytes for bounds, starts in self._starts_by_byte.values())
@@ -330,6 +336,8 @@ class Lexer:
         self.table, self._memory = table, memory
         self.expanded = np.concatenate([self.expanded, np.zeros(capacity - len(self.expanded), dtype=bool)])
         self.boundary = np.concatenate([self.boundary, np.zeros(capacity - len(self.boundary), dtype=np.int32)])
+        self.loops = np.concatenate([self.loops, np.zeros((capacity - len(self.loops), 4), dtype=np.uint64)])
+        self.loops_known = np.concatenate([self.loops_known, np.zeros(capacity - len(self.loops_known), dtype=bool)])
         self._owner = np.concatenate([self._owner, np.full(capacity - len(self._owner), -1, dtype=np.int32)])
         self.accept_class = np.concatenate([self.accept_class, np.zeros(capacity - len(self.accept_class), np.int32)])
 

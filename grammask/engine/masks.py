@@ -522,9 +522,9 @@ class MaskComputer:
             lexer.ensure(frontier_state)  # rows the walk needs: compute them, walk on from there
             count, n_pending = kernels.walk_trie(
                 frontier, frontier_state, lexer.table, lexer.expanded, lexer.boundary, lexer.follows,
-                index.first_child, index.child_end, index.byte, index.end_lo, index.end_hi,
-                index.has_below, trie.sorted_tokens, alive, split_nodes, split_states, count,
-                pending, pending_state, *work,
+                lexer.loops, lexer.loops_known, index.first_child, index.child_end, index.byte, index.end_lo,
+                index.end_hi, index.below_hi, index.has_below, index.below_bytes, trie.sorted_tokens, alive,
+                split_nodes, split_states, count, pending, pending_state, *work,
             )  # fmt: skip
             if not n_pending:
                 break

@@ -59,6 +59,9 @@ class TrieIndex:
     parent: np.ndarray
     byte: np.ndarray
     has_below: np.ndarray
+    #: per node, the bytes of every edge below it, as a 256-bit set (four uint64 words): where a
+    #: lexer state steps to itself on all of them, the whole subtree is alive at once
+    below_bytes: np.ndarray
     #: From this depth on every level is small: walks go on depth first in Python (no per-level
     #: numpy overhead), with the nodes from `tail_base` on as Python lists.
     tail_depth: int
@@ -88,12 +91,30 @@ class TrieIndex:
             parent=trie.parent.astype(np.int32),
             byte=trie.byte.astype(np.int32),
             has_below=trie.node_hi > trie.node_lo + trie.node_end_count,
+            below_bytes=_below_bytes(trie, child_end - counts, child_end),
             tail_depth=tail_depth,
             tail_base=tail_base,
             tail_first_child=(child_end - counts)[tail_base:].tolist(),
             tail_child_end=child_end[tail_base:].tolist(),
             tail_byte=trie.byte[tail_base:].tolist(),
         )
+
+
+def _below_bytes(trie: TokenTrie, first_child: np.ndarray, child_end: np.ndarray) -> np.ndarray:
+    """Per node, the set of bytes on the edges below it (`TrieIndex.below_bytes`), deepest level
+    first: a node's set is its children's bytes and their sets."""
+    found = np.zeros((trie.n_nodes, 4), dtype=np.uint64)
+    bounds = trie.depth_start
+    for depth in range(len(bounds) - 2, 0, -1):  # the nodes of `depth` and their parents above
+        lo, hi = int(bounds[depth]), int(bounds[depth + 1])
+        if lo == hi:
+            continue
+        edges = found[lo:hi].copy()
+        byte = trie.byte[lo:hi].astype(np.int64)
+        edges[np.arange(hi - lo), byte >> 6] |= np.left_shift(np.uint64(1), (byte & 63).astype(np.uint64))
+        parents = np.unique(trie.parent[lo:hi])  # children are contiguous, in their parents' order
+        found[parents] = np.bitwise_or.reduceat(edges, first_child[parents] - lo, axis=0)
+    return found
 
 
 @dataclass(frozen=True)

@@ -344,7 +344,24 @@ def _arrays_in(value: object) -> list[np.ndarray]:
 
 
 @pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
-@pytest.mark.parametrize("grammar_name", ["json", "gbnf_c", "unicode"])
+def test_compiled_walk_takes_subtrees_its_state_loops_on_whole(vocab_llama3):
+    """Inside `[a-z]+`, a subtree whose bytes are all letters is alive whole: the compiled walk
+    computes the state's loop set (the letters) and gives the numpy walk's result."""
+    compiled = CompiledGrammar(Grammar.from_regex("[a-z]+( [a-z]+)*"), vocab_llama3)
+    matcher = compiled.matcher()
+    assert matcher.advance_bytes(b"the")
+    (state,) = matcher._history[-1].states
+    lexer, masks = compiled.parser.lexer, compiled.masks
+    lexer.loops[state], lexer.loops_known[state] = 0, False  # (the first mask's walk computed it)
+    a, b = masks._walk_compiled(state, masks.tables.index), masks._walk_numpy(state, masks.tables.index)
+    assert np.array_equal(a.alive, b.alive) and not a.splits and not b.splits
+    loops = np.unpackbits(lexer.loops[state].view(np.uint8), bitorder="little").astype(bool)
+    assert lexer.loops_known[state] and np.array_equal(loops, lexer.table[state] == state)
+    assert np.flatnonzero(loops).tolist() == list(range(ord("a"), ord("z") + 1))
+
+
+@pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
+@pytest.mark.parametrize("grammar_name", ["json", "gbnf_c", "unicode", "email"])
 def test_compiled_walk_equals_numpy_walk(vocab_llama3, grammar_name):
     compiled = grammask.compile(grammars()[grammar_name], vocab_llama3)
     masks = compiled.masks
