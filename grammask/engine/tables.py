@@ -74,6 +74,7 @@ class TrieIndex:
     def of(cls, trie: TokenTrie) -> TrieIndex:
         counts = np.bincount(trie.parent[1:], minlength=trie.n_nodes)
         child_end = np.cumsum(counts) + 1
+        first_child = child_end - counts
         end_lo = trie.node_lo.astype(np.int64)
         sizes = np.diff(trie.depth_start)
         big = np.flatnonzero(sizes >= _TAIL_LEVEL)
@@ -81,7 +82,7 @@ class TrieIndex:
         tail_base = int(trie.depth_start[tail_depth - 1])
         return cls(
             trie=trie,
-            first_child=child_end - counts,
+            first_child=first_child,
             child_end=child_end,
             below_lo=end_lo + trie.node_end_count,
             below_hi=trie.node_hi.astype(np.int64),
@@ -91,16 +92,16 @@ class TrieIndex:
             parent=trie.parent.astype(np.int32),
             byte=trie.byte.astype(np.int32),
             has_below=trie.node_hi > trie.node_lo + trie.node_end_count,
-            below_bytes=_below_bytes(trie, child_end - counts, child_end),
+            below_bytes=_below_bytes(trie, first_child),
             tail_depth=tail_depth,
             tail_base=tail_base,
-            tail_first_child=(child_end - counts)[tail_base:].tolist(),
+            tail_first_child=first_child[tail_base:].tolist(),
             tail_child_end=child_end[tail_base:].tolist(),
             tail_byte=trie.byte[tail_base:].tolist(),
         )
 
 
-def _below_bytes(trie: TokenTrie, first_child: np.ndarray, child_end: np.ndarray) -> np.ndarray:
+def _below_bytes(trie: TokenTrie, first_child: np.ndarray) -> np.ndarray:
     """Per node, the set of bytes on the edges below it (`TrieIndex.below_bytes`), deepest level
     first: a node's set is its children's bytes and their sets."""
     found = np.zeros((trie.n_nodes, 4), dtype=np.uint64)
