@@ -39,15 +39,18 @@ def _walk_trie(
     boundary: np.ndarray,
     follows: np.ndarray,
     loops: np.ndarray,
-    loops_known: np.ndarray,
-    first_child: np.ndarray,
-    child_end: np.ndarray,
+    loop_classes: np.ndarray,
+    node: np.ndarray,
     edge: np.ndarray,
+    depth: np.ndarray,
+    end: np.ndarray,
     end_lo: np.ndarray,
     end_hi: np.ndarray,
     below_hi: np.ndarray,
-    has_below: np.ndarray,
     below_bytes: np.ndarray,
+    below_classes: np.ndarray,
+    root_children: np.ndarray,
+    root_bytes: np.ndarray,
     sorted_tokens: np.ndarray,
     alive: np.ndarray,
     split_nodes: np.ndarray,
@@ -55,79 +58,89 @@ def _walk_trie(
     n_split: int,
     pending: np.ndarray,
     pending_state: np.ndarray,
-    current: np.ndarray,
-    current_state: np.ndarray,
-    following: np.ndarray,
-    following_state: np.ndarray,
+    stack: np.ndarray,
 ) -> tuple[int, int]:
-    """Walk the trie below the `frontier` nodes, whose prefixes left the lexer in `frontier_state`
-    (rows computed), one level at a time.
+    """Walk the trie (`tables.Preorder`'s arrays) below the `frontier` positions, whose prefixes
+    left the lexer in `frontier_state` (rows computed).
 
     Sets in `alive` (packed uint32) the tokens that keep the lexer alive to their end, and adds to
-    `split_nodes`/`split_states` (from `n_split` on) the nodes where a lexeme is complete and
-    tokens go on below with a byte that can begin a next lexeme (`Lexer.boundary`). A node whose
-    lexer state has no row yet goes to `pending` instead of being walked below. Where a state
-    steps to itself on every byte below a node (`Lexer.loops` covers `TrieIndex.below_bytes`) and
+    `split_nodes`/`split_states` (from `n_split` on) the trie nodes where a lexeme is complete and
+    tokens go on below with a byte that can begin a next lexeme (`Lexer.boundary`). A position
+    whose lexer state has no row yet goes to `pending` instead of being walked below. Where a
+    state steps to itself on every byte below a position (`Lexer.loops` covers `below_bytes`) and
     ends no lexeme that text can follow, every token of the subtree is alive and none of its nodes
-    is a split: the subtree is taken whole (inside `[a-z]+`, most of a vocabulary's words). A
-    state's loop set is computed from its row the first time it is asked for, then kept: its
-    words are written before its `loops_known` flag.
-    `current`, `following` and their states are work space, as long as the trie. Returns the new
-    number of split nodes and the number of pending nodes."""
-    # Breadth first: children of a sorted frontier are contiguous and sorted, so every array is
-    # read in order (a depth-first order would jump around the whole trie).
-    size = len(frontier)
-    current[:size] = frontier
-    current_state[:size] = frontier_state
+    is a split: the subtree is taken whole (inside `[a-z]+`, most of a vocabulary's words). The
+    test reads `loop_classes` against `below_classes` first, which most subtrees fail without
+    reading the sets. A state's loop set and classes are computed from its row the first time
+    they are asked for, then kept: the set's words are written before the classes. `stack` is
+    work space (the lexer state at each depth of the current path), as long as the deepest token.
+    Returns the new number of split nodes and the number of pending positions."""
     n_pending = 0
-    while size > 0:
-        new_size = 0
-        for i in range(size):
-            node = current[i]
-            state = current_state[i]
-            for child in range(first_child[node], child_end[node]):
-                after = table[state, edge[child]]
-                if after == 0:
+    for f in range(len(frontier)):
+        top, start = frontier[f], frontier_state[f]
+        stack[depth[top]] = start
+        # Below the root, from its list of children: they lie far apart in preorder, and a walk
+        # inside a lexeme reads a few of them. Below any other position, all of it in one run.
+        runs = len(root_children) if top == 0 else 1
+        for run in range(runs):
+            if top == 0:
+                if table[start, root_bytes[run]] == 0:
                     continue
-                for k in range(end_lo[child], end_hi[child]):
+                at = root_children[run]
+                stop = end[at]
+            else:
+                at, stop = top + 1, end[top]
+            while at < stop:
+                after = table[stack[depth[at] - 1], edge[at]]
+                skip = end[at]  # the next position outside the subtree
+                if after == 0:
+                    at = skip
+                    continue
+                for k in range(end_lo[at], end_hi[at]):
                     token = sorted_tokens[k]
                     alive[token >> 5] |= np.uint32(1) << np.uint32(token & 31)
-                if has_below[child]:
-                    row = boundary[after]
-                    if row == 0 and expanded[after]:  # the whole subtree at once?
-                        if not loops_known[after]:
-                            for byte in range(256):
-                                if table[after, byte] == after:
-                                    loops[after, byte >> 6] |= np.uint64(1) << np.uint64(byte & 63)
-                            loops_known[after] = True
-                        if (
-                            below_bytes[child, 0] & ~loops[after, 0] == 0
-                            and below_bytes[child, 1] & ~loops[after, 1] == 0
-                            and below_bytes[child, 2] & ~loops[after, 2] == 0
-                            and below_bytes[child, 3] & ~loops[after, 3] == 0
-                        ):
-                            for k in range(end_hi[child], below_hi[child]):
-                                token = sorted_tokens[k]
-                                alive[token >> 5] |= np.uint32(1) << np.uint32(token & 31)
-                            continue
-                    if row != 0:
-                        for below in range(first_child[child], child_end[child]):
-                            if follows[row, edge[below]]:
-                                split_nodes[n_split] = child
-                                split_states[n_split] = after
-                                n_split += 1
-                                break
-                    if expanded[after]:
-                        following[new_size] = child
-                        following_state[new_size] = after
-                        new_size += 1
-                    else:
-                        pending[n_pending] = child
-                        pending_state[n_pending] = after
-                        n_pending += 1
-        current, following = following, current
-        current_state, following_state = following_state, current_state
-        size = new_size
+                if skip == at + 1:  # a leaf
+                    at = skip
+                    continue
+                row = boundary[after]
+                if row == 0 and expanded[after]:  # the whole subtree at once?
+                    classes = loop_classes[after]
+                    if classes == 0:
+                        classes = 1 << 16
+                        for byte in range(256):
+                            if table[after, byte] == after:
+                                loops[after, byte >> 6] |= np.uint64(1) << np.uint64(byte & 63)
+                                classes |= 1 << (byte >> 4)
+                        loop_classes[after] = classes
+                    if (
+                        below_classes[at] & ~classes == 0
+                        and below_bytes[at, 0] & ~loops[after, 0] == 0
+                        and below_bytes[at, 1] & ~loops[after, 1] == 0
+                        and below_bytes[at, 2] & ~loops[after, 2] == 0
+                        and below_bytes[at, 3] & ~loops[after, 3] == 0
+                    ):
+                        for k in range(end_hi[at], below_hi[at]):
+                            token = sorted_tokens[k]
+                            alive[token >> 5] |= np.uint32(1) << np.uint32(token & 31)
+                        at = skip
+                        continue
+                if row != 0:
+                    child = at + 1
+                    while child < skip:
+                        if follows[row, edge[child]]:
+                            split_nodes[n_split] = node[at]
+                            split_states[n_split] = after
+                            n_split += 1
+                            break
+                        child = end[child]
+                if expanded[after]:
+                    stack[depth[at]] = after
+                    at += 1
+                else:
+                    pending[n_pending] = at
+                    pending_state[n_pending] = after
+                    n_pending += 1
+                    at = skip
     return n_split, n_pending
 
 
@@ -340,8 +353,8 @@ def slice_depth(*args: Any) -> tuple[int, int]:
 
 def walk_space(n: int) -> tuple[np.ndarray, ...]:
     """`walk_trie`'s output and work arrays for a trie of `n` nodes, as `MaskComputer` makes them:
-    (split nodes, their states, pending nodes, their states, then the work space)."""
-    return tuple(np.empty(n, dtype=np.int64 if i % 2 == 0 else np.int32) for i in range(8))
+    (split nodes, their states, pending positions, their states, the stack)."""
+    return tuple(np.empty(n, dtype=np.int64 if i % 2 == 0 else np.int32) for i in range(5))
 
 
 def warm_up() -> None:
@@ -358,11 +371,12 @@ def warm_up() -> None:
         source = np.zeros((2, 256), dtype=np.int32)
         source.flags.writeable = writeable
         lay_block(np.zeros((2, 256), dtype=np.int32), 0, source)
+    int32 = np.ones(1, dtype=np.int32)
     walk_trie(
-        one, np.ones(1, dtype=np.int32), np.zeros((2, 256), dtype=np.int32), np.ones(2, dtype=bool),
-        boundary, follows, np.zeros((2, 4), dtype=np.uint64), np.zeros(2, dtype=bool), one, one,
-        np.zeros(1, dtype=np.int32), one, one,
-        one, np.zeros(1, dtype=bool), np.zeros((1, 4), dtype=np.uint64), tokens, np.zeros(1, dtype=np.uint32),
+        one, int32, np.zeros((2, 256), dtype=np.int32), np.ones(2, dtype=bool), boundary, follows,
+        np.zeros((2, 4), dtype=np.uint64), np.zeros(2, dtype=np.int32), one, np.zeros(1, dtype=np.uint8), int32,
+        int32, int32, int32, int32, np.zeros((1, 4), dtype=np.uint64), int32, int32, np.zeros(1, dtype=np.uint8),
+        tokens, np.zeros(1, dtype=np.uint32),
         *space[:2], 0, *space[2:],
     )  # fmt: skip
     data = np.zeros(1, dtype=np.uint8)

@@ -144,11 +144,14 @@ class Lexer:
         #: Token masks look past a lexeme's end only where this says a next lexeme can begin.
         self.boundary = np.zeros(capacity, dtype=np.int32)
         #: per state: the bytes on which it steps to itself, as a 256-bit set (four uint64 words,
-        #: `TrieIndex.below_bytes`'s layout), once `loops_known`. The trie walk computes them from
-        #: the row when it first asks, and takes a whole subtree at once where its bytes are all
-        #: among them (`kernels.walk_trie`).
+        #: `tables.Preorder.below_bytes`'s layout), once `loop_classes` is set. The trie walk
+        #: computes them from the row when it first asks, and takes a whole subtree at once where
+        #: its bytes are all among them (`kernels.walk_trie`).
         self.loops = np.zeros((capacity, 4), dtype=np.uint64)
-        self.loops_known = np.zeros(capacity, dtype=bool)
+        #: per state: 0 until `loops` is known, then bit 16 and, for each run of 16 byte values
+        #: (`byte >> 4`), a bit set where the state loops on one of them. The walk's first test
+        #: (`tables.Preorder.below_classes`): most subtrees fail it without reading `loops`.
+        self.loop_classes = np.zeros(capacity, dtype=np.int32)
         self.follows = np.zeros((1, 256), dtype=bool)
         #: rows of `follows` by their bytes, and per terminal the bytes that can begin a lexeme
         #: after it: as 256-bit ints (`ByteDFA.first_bits`), which OR in a few nanoseconds
@@ -181,9 +184,9 @@ class Lexer:
     @property
     def nbytes(self) -> int:
         # The rows filled so far (the rest of the table is untouched address space), and per state a
-        # flag, its owner, its accept class, its boundary row and its loop set.
+        # flag, its owner, its accept class, its boundary row, its loop set and its loop classes.
         written = max(self._n, self._memory.rows)  # a pooled table comes with rows written before
-        tables = written * self.table.itemsize * 256 + self._n * 46 + self.follows.nbytes
+        tables = written * self.table.itemsize * 256 + self._n * 49 + self.follows.nbytes
         sparse = sum(150 + 16 * len(row[0]) for row in self._sparse_rows.values() if row)
         steps = 100 * len(self._steps)
         split = sum(200 + bounds.nbytes + starts.nbytes for bounds, starts in self._starts_by_byte.values())
@@ -337,7 +340,7 @@ class Lexer:
         self.expanded = np.concatenate([self.expanded, np.zeros(capacity - len(self.expanded), dtype=bool)])
         self.boundary = np.concatenate([self.boundary, np.zeros(capacity - len(self.boundary), dtype=np.int32)])
         self.loops = np.concatenate([self.loops, np.zeros((capacity - len(self.loops), 4), dtype=np.uint64)])
-        self.loops_known = np.concatenate([self.loops_known, np.zeros(capacity - len(self.loops_known), dtype=bool)])
+        self.loop_classes = np.concatenate([self.loop_classes, np.zeros(capacity - len(self.loop_classes), np.int32)])
         self._owner = np.concatenate([self._owner, np.full(capacity - len(self._owner), -1, dtype=np.int32)])
         self.accept_class = np.concatenate([self.accept_class, np.zeros(capacity - len(self.accept_class), np.int32)])
 

@@ -133,7 +133,7 @@ _SURE = _Unsure((), _EMPTY, _EMPTY, _EMPTY)
 
 class _WalkSpace(threading.local):
     """Per thread, the arrays a compiled trie walk writes into (`kernels.walk_space`), as long as
-    the largest trie walked so far: eight arrays of a large vocabulary's trie (13 MB) made for
+    the largest trie walked so far: five arrays of a large vocabulary's trie (8 MB) made for
     each walk cost more than most walks do (a walk inside a key or a number reads a few dozen
     nodes). Results are copied out of them."""
 
@@ -513,8 +513,8 @@ class MaskComputer:
         return self._walk_numpy(start, index)
 
     def _walk_compiled(self, start: int, index: TrieIndex) -> TokenWalk:
-        lexer, trie = self.lexer, index.trie
-        split_nodes, split_states, pending, pending_state, *work = _walk_space.get(trie.n_nodes)
+        lexer, trie, pre = self.lexer, index.trie, index.preorder
+        split_nodes, split_states, pending, pending_state, stack = _walk_space.get(trie.n_nodes)
         alive = np.zeros(self.words, dtype=np.uint32)
         frontier, frontier_state = np.zeros(1, dtype=np.int64), np.array([start], dtype=np.int32)
         count = 0
@@ -522,9 +522,9 @@ class MaskComputer:
             lexer.ensure(frontier_state)  # rows the walk needs: compute them, walk on from there
             count, n_pending = kernels.walk_trie(
                 frontier, frontier_state, lexer.table, lexer.expanded, lexer.boundary, lexer.follows,
-                lexer.loops, lexer.loops_known, index.first_child, index.child_end, index.byte, index.end_lo,
-                index.end_hi, index.below_hi, index.has_below, index.below_bytes, trie.sorted_tokens, alive,
-                split_nodes, split_states, count, pending, pending_state, *work,
+                lexer.loops, lexer.loop_classes, pre.node, pre.byte, pre.depth, pre.end, pre.end_lo,
+                pre.end_hi, pre.below_hi, pre.below_bytes, pre.below_classes, pre.root_children, pre.root_bytes,
+                trie.sorted_tokens, alive, split_nodes, split_states, count, pending, pending_state, stack,
             )  # fmt: skip
             if not n_pending:
                 break

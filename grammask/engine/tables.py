@@ -59,9 +59,8 @@ class TrieIndex:
     parent: np.ndarray
     byte: np.ndarray
     has_below: np.ndarray
-    #: per node, the bytes of every edge below it, as a 256-bit set (four uint64 words): where a
-    #: lexer state steps to itself on all of them, the whole subtree is alive at once
-    below_bytes: np.ndarray
+    #: the same trie in preorder, for the compiled walk
+    preorder: Preorder
     #: From this depth on every level is small: walks go on depth first in Python (no per-level
     #: numpy overhead), with the nodes from `tail_base` on as Python lists.
     tail_depth: int
@@ -92,7 +91,7 @@ class TrieIndex:
             parent=trie.parent.astype(np.int32),
             byte=trie.byte.astype(np.int32),
             has_below=trie.node_hi > trie.node_lo + trie.node_end_count,
-            below_bytes=_below_bytes(trie, first_child),
+            preorder=Preorder.of(trie, first_child),
             tail_depth=tail_depth,
             tail_base=tail_base,
             tail_first_child=first_child[tail_base:].tolist(),
@@ -101,8 +100,67 @@ class TrieIndex:
         )
 
 
+@dataclass(frozen=True)
+class Preorder:
+    """A token trie's nodes in preorder (the order of their prefixes), for the compiled walk: a
+    subtree is the run of positions `p + 1 .. end[p]`, so the walk reads every array front to
+    back, skips a dead subtree with one jump, and keeps only the lexer state of each depth of the
+    current path. Positions here; `node` maps them back to the trie's (breadth-first) nodes."""
+
+    node: np.ndarray  # int64: the trie node at each position
+    byte: np.ndarray  # uint8: the edge into it
+    depth: np.ndarray  # int32
+    end: np.ndarray  # int32: one past the node's subtree
+    end_lo: np.ndarray  # int32: sorted_tokens[end_lo:end_hi] end at the node
+    end_hi: np.ndarray  # int32
+    below_hi: np.ndarray  # int32: sorted_tokens[end_hi:below_hi] are below it
+    #: the bytes of every edge below the node, as a 256-bit set (four uint64 words): where a lexer
+    #: state steps to itself on all of them, the whole subtree is alive at once
+    below_bytes: np.ndarray
+    #: int32: bit c set where a byte of `c * 16 .. c * 16 + 15` is below the node. A cheap first
+    #: test against a state's `Lexer.loop_classes`, which most subtrees fail
+    below_classes: np.ndarray
+    #: int32 and uint8: the positions of the root's children, and their bytes (a walk reads them
+    #: as one list rather than jump through the whole trie to find the few it needs)
+    root_children: np.ndarray
+    root_bytes: np.ndarray
+
+    @classmethod
+    def of(cls, trie: TokenTrie, first_child: np.ndarray) -> Preorder:
+        # A node is made by the first token (in sorted order) with its prefix, `node_lo`; that
+        # token makes its new prefixes by depth. So preorder is by (node_lo, depth), and a subtree
+        # ends where the ranks of its tokens (`node_lo:node_hi`) end.
+        order = np.lexsort((trie.depth, trie.node_lo))
+        lo = trie.node_lo[order]
+        below_bytes = _below_bytes(trie, first_child)[order]
+        end = np.searchsorted(lo, trie.node_hi[order], side="left").astype(np.int32)
+        end[0] = len(order)  # the root's subtree is everything (a trie without tokens has no ranks)
+        position = np.empty(len(order), dtype=np.int32)
+        position[order] = np.arange(len(order), dtype=np.int32)
+        children = np.flatnonzero(trie.parent == 0)
+        return cls(
+            node=order.astype(np.int64),
+            byte=trie.byte[order].astype(np.uint8),  # (the root's -1 is never read)
+            depth=trie.depth[order].astype(np.int32),
+            end=end,
+            end_lo=lo.astype(np.int32),
+            end_hi=(lo + trie.node_end_count[order]).astype(np.int32),
+            below_hi=trie.node_hi[order].astype(np.int32),
+            below_bytes=below_bytes,
+            below_classes=_classes(below_bytes),
+            root_children=position[children],
+            root_bytes=trie.byte[children].astype(np.uint8),
+        )
+
+
+def _classes(byte_sets: np.ndarray) -> np.ndarray:
+    """Per 256-bit byte set, bit c set where it holds a byte of `c * 16 .. c * 16 + 15`."""
+    runs = byte_sets.view(np.uint16)  # (little-endian) run c is uint16 number c of the row
+    return ((runs != 0) << np.arange(16, dtype=np.int32)).sum(axis=1, dtype=np.int32)
+
+
 def _below_bytes(trie: TokenTrie, first_child: np.ndarray) -> np.ndarray:
-    """Per node, the set of bytes on the edges below it (`TrieIndex.below_bytes`), deepest level
+    """Per node, the set of bytes on the edges below it (`Preorder.below_bytes`), deepest level
     first: a node's set is its children's bytes and their sets."""
     found = np.zeros((trie.n_nodes, 4), dtype=np.uint64)
     bounds = trie.depth_start

@@ -352,12 +352,13 @@ def test_compiled_walk_takes_subtrees_its_state_loops_on_whole(vocab_llama3):
     assert matcher.advance_bytes(b"the")
     (state,) = matcher._history[-1].states
     lexer, masks = compiled.parser.lexer, compiled.masks
-    lexer.loops[state], lexer.loops_known[state] = 0, False  # (the first mask's walk computed it)
+    lexer.loops[state], lexer.loop_classes[state] = 0, 0  # (the first mask's walk computed them)
     a, b = masks._walk_compiled(state, masks.tables.index), masks._walk_numpy(state, masks.tables.index)
     assert np.array_equal(a.alive, b.alive) and not a.splits and not b.splits
     loops = np.unpackbits(lexer.loops[state].view(np.uint8), bitorder="little").astype(bool)
-    assert lexer.loops_known[state] and np.array_equal(loops, lexer.table[state] == state)
+    assert np.array_equal(loops, lexer.table[state] == state)
     assert np.flatnonzero(loops).tolist() == list(range(ord("a"), ord("z") + 1))
+    assert lexer.loop_classes[state] == 1 << 16 | 1 << 6 | 1 << 7  # a-z: in 0x60-0x6f and 0x70-0x7f
 
 
 @pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
