@@ -167,9 +167,7 @@ def test_json_schema_masks_equal_brute_force(vocab_llama3, prefix):
     assert_mask_is_brute_force(grammask.compile(Grammar.from_json_schema(SCHEMA), vocab_llama3), prefix)
 
 
-@pytest.mark.parametrize(
-    ("left", "bound"), [(None, None), (99, 16), (16, 16), (15, 8), (8, 8), (7, -1)]
-)
+@pytest.mark.parametrize(("left", "bound"), [(None, None), (99, 16), (16, 16), (15, 8), (8, 8), (7, -1)])
 def test_a_string_takes_the_widest_slice_its_characters_left_allow(vocab_llama3, left, bound):
     """Inside `bio` (at most 100 characters) the slice of tokens of at most 16 or 8 bytes serves
     while that many characters are left; an unbounded string takes the slice of any length."""
