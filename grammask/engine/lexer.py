@@ -176,6 +176,9 @@ class Lexer:
         self._starts_by_byte: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         #: per (terminal, DFA state) met in a product: its live bytes and their targets
         self._sparse_rows: dict[tuple[int, int], tuple[tuple[int, ...], tuple[int, ...]] | None] = {}
+        #: the estimated bytes of the three maps above, kept as they grow (they never shrink):
+        #: `nbytes` is read for every grammar in the compile cache at every compile
+        self._map_bytes = 0
 
     @property
     def n_states(self) -> int:
@@ -187,11 +190,8 @@ class Lexer:
         # flag, its owner, its accept class, its boundary row, its loop set and its loop classes.
         written = max(self._n, self._memory.rows)  # a pooled table comes with rows written before
         tables = written * self.table.itemsize * 256 + self._n * 49 + self.follows.nbytes
-        sparse = sum(150 + 16 * len(row[0]) for row in self._sparse_rows.values() if row)
         steps = 100 * len(self._steps)
-        split = sum(200 + bounds.nbytes + starts.nbytes for bounds, starts in self._starts_by_byte.values())
-        split += sum(100 + 8 * len(terminals) for terminals in self._starts)
-        return int(tables) + 200 * self.n_states + _ROW_BYTES * len(self._rows) + sparse + steps + split
+        return int(tables) + 200 * self.n_states + _ROW_BYTES * len(self._rows) + steps + self._map_bytes
 
     def pairs(self, state: int) -> Pairs:
         """The `(terminal, DFA state)` pairs alive in `state`."""
@@ -208,6 +208,7 @@ class Lexer:
         if found is None:
             with self._lock:
                 found = self._starts[terminals] = self._intern(tuple((k, 1) for k in sorted(terminals)), True)
+                self._map_bytes += 100 + 8 * len(terminals)
         return found
 
     def starts_by_byte(self, state: int) -> tuple[np.ndarray, np.ndarray]:
@@ -230,7 +231,11 @@ class Lexer:
             bounds = np.zeros(257, dtype=np.int64)
             np.cumsum(np.bincount(data, minlength=256), out=bounds[1:])
             found = (bounds, np.concatenate(starts)[np.argsort(data, kind="stable")])
-            self._starts_by_byte[state] = found
+            with self._lock:
+                if self._starts_by_byte.setdefault(state, found) is found:
+                    self._map_bytes += 200 + bounds.nbytes + found[1].nbytes
+                else:
+                    found = self._starts_by_byte[state]
         return found
 
     def single(self, terminal: int, dfa_state: int) -> int:
@@ -428,6 +433,8 @@ class Lexer:
         bytes_ = np.flatnonzero(transitions)
         found = (tuple(bytes_.tolist()), tuple(transitions[bytes_].tolist())) if len(bytes_) <= _SPARSE_PAIRS else None
         self._sparse_rows[key] = found
+        if found:
+            self._map_bytes += 150 + 16 * len(found[0])
         return found
 
     def _dense_row(self, pairs: Pairs) -> np.ndarray:

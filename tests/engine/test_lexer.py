@@ -171,3 +171,24 @@ def test_the_pool_of_dropped_tables_is_bounded_in_rows(monkeypatch, page_rows, p
     if len(pooled) > 1:
         trimmed = np.frombuffer(mappings[1], dtype=np.int32).reshape(-1, 256)
         assert (trimmed[:8] == 7).all() and not trimmed[8:].any()
+
+
+def test_the_bytes_of_the_lexers_maps_are_counted_as_they_grow(vocab_llama3):
+    """`Lexer.nbytes` is read for every cached grammar at every compile, so it keeps a running
+    count of its maps rather than summing them: the count equals the sum once all three are
+    filled (start states, starts by byte, sparse rows of states of several lexemes)."""
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}, "ab": {"enum": ["x", 2]}, "c": {}}}
+    compiled = grammask.compile(Grammar.from_json_schema(schema), vocab_llama3)
+    matcher = compiled.matcher()
+    for text in [b'{"a', b'b": 2, ', b'"c": [1, {"d": "e"}, tr', b"ue]}"]:
+        matcher.fill_bitmask(np.zeros((1, (vocab_llama3.size + 31) // 32), dtype=np.int32))
+        assert matcher.advance_bytes(text)
+    lexer = compiled.parser.lexer
+    for terminals, state in list(lexer._starts.items()):
+        if len(terminals) > 1:
+            lexer.row(state)  # a state of several lexemes: its row is made from sparse rows
+    assert lexer._starts and lexer._starts_by_byte and any(lexer._sparse_rows.values())
+    summed = sum(150 + 16 * len(row[0]) for row in lexer._sparse_rows.values() if row)
+    summed += sum(200 + bounds.nbytes + starts.nbytes for bounds, starts in lexer._starts_by_byte.values())
+    summed += sum(100 + 8 * len(terminals) for terminals in lexer._starts)
+    assert lexer._map_bytes == summed
