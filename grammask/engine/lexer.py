@@ -42,6 +42,9 @@ _SPARSE_PAIRS = 96
 #: Lexer states whose table rows are reserved when the lexer is made (1 KiB each, of address space:
 #: the memory is used only as rows are filled); a larger `Limits.max_lexer_states` grows beyond.
 _RESERVED_STATES = 1 << 16
+#: Room in the per-state arrays (49 bytes a state) when the lexer is made; they double as states
+#: come. Made at full size, their zeros cost more than half a millisecond of every compile.
+_FIRST_STATES = 1 << 10
 
 #: Bytes of one byte-stepping row (`Lexer.row`): 256 machine ints and the array object.
 _ROW_BYTES = 4 * 256 + 80
@@ -135,8 +138,8 @@ class Lexer:
         # Room for every state up to the limit (or `_RESERVED_STATES`) from the start: zeros are
         # only address space until a row is written, and growing (copying) a table of tens of
         # megabytes would stall the step that crossed a power of two.
-        capacity = min(self._limit, _RESERVED_STATES)
-        self.table, self._memory = _zero_rows(capacity)
+        self.table, self._memory = _zero_rows(min(self._limit, _RESERVED_STATES))
+        capacity = min(len(self.table), _FIRST_STATES)
         self.expanded = np.zeros(capacity, dtype=bool)
         self.expanded[0] = True
         #: per state where a lexeme ends and text may go on: the row of `follows` that gives the
@@ -337,11 +340,16 @@ class Lexer:
         )
 
     def _grow(self) -> None:
+        """Double the per-state arrays, up to the table's reserved rows; past them (a limit over
+        `_RESERVED_STATES`) the table doubles too."""
         capacity = 2 * len(self.expanded)
-        table, memory = _zero_rows(capacity)
-        table[: len(self.table)] = self.table
-        memory.rows = max(memory.rows, len(self.table))  # the copy wrote every row it had
-        self.table, self._memory = table, memory
+        if len(self.expanded) < len(self.table):
+            capacity = min(capacity, len(self.table))
+        else:
+            table, memory = _zero_rows(capacity)
+            table[: len(self.table)] = self.table
+            memory.rows = max(memory.rows, len(self.table))  # the copy wrote every row it had
+            self.table, self._memory = table, memory
         self.expanded = np.concatenate([self.expanded, np.zeros(capacity - len(self.expanded), dtype=bool)])
         self.boundary = np.concatenate([self.boundary, np.zeros(capacity - len(self.boundary), dtype=np.int32)])
         self.loops = np.concatenate([self.loops, np.zeros((capacity - len(self.loops), 4), dtype=np.uint64)])

@@ -32,10 +32,12 @@ LEXEMES = [
 FOLLOWS = [(1, 3), (), (0,), (5, 6), (2,), (), (4, 1)]
 
 
-@pytest.mark.parametrize("reserved", [1 << 16, 8])
-def test_states_are_the_alive_pairs_of_the_component_dfas(monkeypatch, reserved):
-    """With the table reserved up front, and with one that must grow (a limit over the reserve)."""
+@pytest.mark.parametrize(("reserved", "first"), [(1 << 16, 1 << 10), (1 << 16, 2), (8, 1 << 10)])
+def test_states_are_the_alive_pairs_of_the_component_dfas(monkeypatch, reserved, first):
+    """With the table reserved up front, with per-state arrays that grow inside it, and with a
+    table that must grow too (a limit over the reserve)."""
     monkeypatch.setattr(lexer_module, "_RESERVED_STATES", reserved)
+    monkeypatch.setattr(lexer_module, "_FIRST_STATES", first)
     dfas = [compile_regex(node) for node in LEXEMES]
     lexer = Lexer(dfas.__getitem__, Limits(), FOLLOWS)
     rng = random.Random(0)
@@ -61,7 +63,10 @@ def test_states_are_the_alive_pairs_of_the_component_dfas(monkeypatch, reserved)
                 break
     # whole rows, computed by `gather` in bulk, agree with the single transitions `step` made
     # before any row of a state of several lexemes existed
-    assert lexer.n_states > reserved or reserved > 8  # the small reserve was outgrown
+    if first == 2:  # the per-state arrays grew, inside the table's reserve
+        assert len(lexer.expanded) >= lexer.n_states > 2 and len(lexer.table) == Limits().max_lexer_states
+    if reserved == 8:  # the table grew past its small reserve, with the per-state arrays
+        assert len(lexer.table) == len(lexer.expanded) >= lexer.n_states > 8
     states = np.arange(1, lexer.n_states, dtype=np.int32)
     data = np.array([rng.choice(alphabet) for _ in states], dtype=np.int32)
     stepped = [lexer.step(int(s), int(b)) for s, b in zip(states, data, strict=True)]
@@ -129,9 +134,9 @@ def test_a_dropped_lexers_table_is_reused_and_its_rows_never_read(vocab_llama3, 
             found.append(matcher._mask().tobytes())
         return found
 
-    lexer_module._Memory.pool.clear()
     monkeypatch.setattr(lexer_module._Memory, "max_rows", 16)
     want = masks(CompiledGrammar(grammar, vocab_llama3))
+    gc.collect()  # lexers of earlier tests, in reference cycles, are pooled when collected
     lexer_module._Memory.pool.clear()
     # A grammar with other lexemes fills rows; dropped, its table is pooled with what it wrote.
     other = CompiledGrammar(Grammar.from_regex("[a-z]{1,40}@[0-9]{1,40}"), vocab_llama3)

@@ -17,6 +17,7 @@ from grammask import assets
 from grammask.bitmask import unpack_bitmask
 from grammask.compiler import CompiledGrammar
 from grammask.engine import kernels
+from grammask.engine import lexer as lexer_module
 from grammask.engine import masks as masks_module
 from grammask.engine.tables import TrieIndex
 from grammask.grammar import Grammar
@@ -390,6 +391,29 @@ def test_compiled_walk_equals_numpy_walk(vocab_llama3, grammar_name):
                     sorted(zip(s.nodes.tolist(), s.states.tolist(), strict=True)) for w in (a, b) for s in w.splits
                 ]
                 assert pairs[: len(a.splits)] == pairs[len(a.splits) :]
+
+
+@pytest.mark.parametrize("grammar_name", ["json", "gbnf_c"])
+def test_masks_while_the_lexers_arrays_grow_equal_masks_without(vocab_llama3, monkeypatch, grammar_name):
+    """A lexer's per-state arrays start small and double as states come, and the kernels read
+    them after each growth: from room for 2 states, the masks are those of room for 1,024."""
+    grammar = grammars()[grammar_name]
+    roomy = CompiledGrammar(grammar, vocab_llama3)
+    monkeypatch.setattr(lexer_module, "_FIRST_STATES", 2)
+    growing = CompiledGrammar(grammar, vocab_llama3)
+    rng = random.Random(5)
+    matcher, twin = roomy.matcher(), growing.matcher()
+    for _ in range(12):
+        want = matcher._mask()
+        assert np.array_equal(twin._mask(), want)
+        choices = [t for t in matcher.allowed_token_ids().tolist() if t not in vocab_llama3.eos_ids]
+        if not choices:
+            break
+        token = rng.choice(choices)
+        assert matcher.advance(token) and twin.advance(token)
+    lexer = growing.parser.lexer
+    arrays = (lexer.expanded, lexer.boundary, lexer.loops, lexer.loop_classes, lexer._owner, lexer.accept_class)
+    assert 2 < len(lexer.expanded) < len(lexer.table) and {len(a) for a in arrays} == {len(lexer.expanded)}
 
 
 @pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
