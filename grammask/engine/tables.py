@@ -155,8 +155,11 @@ class Preorder:
 
 def _classes(byte_sets: np.ndarray) -> np.ndarray:
     """Per 256-bit byte set, bit c set where it holds a byte of `c * 16 .. c * 16 + 15`."""
-    runs = byte_sets.view(np.uint16)  # (little-endian) run c is uint16 number c of the row
-    return ((runs != 0) << np.arange(16, dtype=np.int32)).sum(axis=1, dtype=np.int32)
+    found = np.zeros(len(byte_sets), dtype=np.int32)
+    for c in range(16):  # run c: bits (c % 4) * 16 .. + 15 of word c // 4
+        run = (byte_sets[:, c // 4] >> np.uint64(c % 4 * 16)) & np.uint64(0xFFFF)
+        found |= (run != 0).astype(np.int32) << c
+    return found
 
 
 def _below_bytes(trie: TokenTrie, first_child: np.ndarray) -> np.ndarray:
