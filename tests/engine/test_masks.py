@@ -91,8 +91,9 @@ def assert_mask_is_brute_force(compiled, prefix: bytes) -> None:
     assert not diff.size, [(int(t), compiled.vocab.token_bytes[t], bool(got[t])) for t in diff[:10]]
 
 
-def random_walk(compiled, steps: int, seed: int):
-    """Matchers at successive states of a random walk through allowed tokens."""
+def random_walk(compiled, steps: int, seed: int, twins=()):
+    """Matchers at successive states of a random walk through allowed tokens; `twins` (matchers
+    of another compile of the same grammar) take the same tokens."""
     rng = random.Random(seed)
     matcher = compiled.matcher()
     for _ in range(steps):
@@ -100,7 +101,8 @@ def random_walk(compiled, steps: int, seed: int):
         choices = [t for t in matcher.allowed_token_ids().tolist() if t not in compiled.vocab.eos_ids]
         if not choices:
             return
-        assert matcher.advance(rng.choice(choices))
+        token = rng.choice(choices)
+        assert matcher.advance(token) and all(twin.advance(token) for twin in twins)
 
 
 @pytest.mark.parametrize("vocab_name", VOCABS)
@@ -401,16 +403,9 @@ def test_masks_while_the_lexers_arrays_grow_equal_masks_without(vocab_llama3, mo
     roomy = CompiledGrammar(grammar, vocab_llama3)
     monkeypatch.setattr(lexer_module, "_FIRST_STATES", 2)
     growing = CompiledGrammar(grammar, vocab_llama3)
-    rng = random.Random(5)
-    matcher, twin = roomy.matcher(), growing.matcher()
-    for _ in range(12):
-        want = matcher._mask()
-        assert np.array_equal(twin._mask(), want)
-        choices = [t for t in matcher.allowed_token_ids().tolist() if t not in vocab_llama3.eos_ids]
-        if not choices:
-            break
-        token = rng.choice(choices)
-        assert matcher.advance(token) and twin.advance(token)
+    twin = growing.matcher()
+    for matcher in random_walk(roomy, steps=12, seed=5, twins=(twin,)):
+        assert np.array_equal(twin._mask(), matcher._mask())
     lexer = growing.parser.lexer
     arrays = (lexer.expanded, lexer.boundary, lexer.loops, lexer.loop_classes, lexer._owner, lexer.accept_class)
     assert 2 < len(lexer.expanded) < len(lexer.table) and {len(a) for a in arrays} == {len(lexer.expanded)}
@@ -422,18 +417,12 @@ def test_masks_without_numba_equal_masks_with_it(vocab_llama3, monkeypatch, gram
     """The numpy fallback (no `grammask[fast]`) computes the same masks as the compiled kernels."""
     grammar = grammars()[grammar_name]
     compiled, fallback = CompiledGrammar(grammar, vocab_llama3), CompiledGrammar(grammar, vocab_llama3)
-    rng = random.Random(11)
-    matcher, twin = compiled.matcher(), fallback.matcher()
-    for _ in range(12):
+    twin = fallback.matcher()
+    for matcher in random_walk(compiled, steps=12, seed=11, twins=(twin,)):
         monkeypatch.setattr(kernels, "AVAILABLE", True)
         want = matcher._mask()
         monkeypatch.setattr(kernels, "AVAILABLE", False)
         assert np.array_equal(twin._mask(), want)
-        choices = [t for t in matcher.allowed_token_ids().tolist() if t not in vocab_llama3.eos_ids]
-        if not choices:
-            break
-        token = rng.choice(choices)
-        assert matcher.advance(token) and twin.advance(token)
 
 
 def test_runs_of_nested_lexemes_in_one_token_share_their_sets(vocab_llama3, monkeypatch):
