@@ -135,9 +135,10 @@ class Lexer:
         self._ids: dict[tuple[Pairs, bool], int] = {((), False): 0}
         #: per terminal: the base of its block of single-lexeme states (see `_single`)
         self._bases: dict[int, int] = {}
-        # Room for every state up to the limit (or `_RESERVED_STATES`) from the start: zeros are
-        # only address space until a row is written, and growing (copying) a table of tens of
-        # megabytes would stall the step that crossed a power of two.
+        # Table rows for every state up to the limit (or `_RESERVED_STATES`) from the start: zeros
+        # are only address space until a row is written, and growing (copying) a table of tens of
+        # megabytes would stall the step that crossed a power of two. The per-state arrays below
+        # are small, and grow (`_grow`).
         self.table, self._memory = _zero_rows(min(self._limit, _RESERVED_STATES))
         capacity = min(len(self.table), _FIRST_STATES)
         self.expanded = np.zeros(capacity, dtype=bool)

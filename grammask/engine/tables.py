@@ -135,21 +135,21 @@ class Preorder:
         below_bytes = _below_bytes(trie, first_child)[order]
         end = np.searchsorted(lo, trie.node_hi[order], side="left").astype(np.int32)
         end[0] = len(order)  # the root's subtree is everything (a trie without tokens has no ranks)
-        position = np.empty(len(order), dtype=np.int32)
-        position[order] = np.arange(len(order), dtype=np.int32)
-        children = np.flatnonzero(trie.parent == 0)
+        byte = trie.byte[order].astype(np.uint8)  # (the root's -1 is never read)
+        depth = trie.depth[order].astype(np.int32)
+        root_children = np.flatnonzero(depth == 1).astype(np.int32)
         return cls(
             node=order.astype(np.int64),
-            byte=trie.byte[order].astype(np.uint8),  # (the root's -1 is never read)
-            depth=trie.depth[order].astype(np.int32),
+            byte=byte,
+            depth=depth,
             end=end,
             end_lo=lo.astype(np.int32),
             end_hi=(lo + trie.node_end_count[order]).astype(np.int32),
             below_hi=trie.node_hi[order].astype(np.int32),
             below_bytes=below_bytes,
             below_classes=_classes(below_bytes),
-            root_children=position[children],
-            root_bytes=trie.byte[children].astype(np.uint8),
+            root_children=root_children,
+            root_bytes=byte[root_children],
         )
 
 
