@@ -32,6 +32,7 @@ import numpy as np
 from grammask.engine import kernels
 from grammask.engine.parser import Config, EarleySet, Parser
 from grammask.engine.tables import TokenSlice, TrieIndex, tables_for
+from grammask.ir.walk import Walk, run
 from grammask.vocab import TokenTrie, Vocabulary
 
 #: Pairs (slice state, lexer state) `MaskComputer._widest_slice` visits before it settles for
@@ -44,6 +45,9 @@ _SLICE_PAIRS_NUMPY = 48
 #: From this many lexemes into a token on, a split check of an abstract scan goes on from the
 #: abstract sets of what it completes (see `MaskComputer._valid_after`).
 _SHARED_LEVEL = 4
+#: From `_SHARED_LEVEL` lexemes into the tokens on, at most this many tokens still going on are
+#: checked one at a time, depth first, rather than a level at a time (see `MaskComputer._rest`).
+_FEW_GOING = 64
 
 __all__ = ["MaskComputer", "Splits", "TokenWalk"]
 
@@ -698,7 +702,57 @@ class MaskComputer:
                 sets = [self.parser.abstract(s) for s in sets]
             root, offsets = root[crossing.entry[going]], crossing.after[going]
             crossing = None
+            if level >= _SHARED_LEVEL and len(root) <= _FEW_GOING:
+                token_bytes = self.vocab.token_bytes
+                rests = zip(root.tolist(), which.tolist(), offsets.tolist(), strict=True)
+                for j, i, offset in rests:
+                    if not ok[j]:
+                        ok[j], doubt = run(self._rest(sets[i], token_bytes[int(tokens[j])][offset:], shared))
+                        unsure[j] |= doubt
+                break
         return ok, unsure
+
+    def _rest(self, earley_set: EarleySet, data: bytes, shared: bool) -> Walk[tuple[bool, bool]]:
+        """Whether `data` can follow at the fresh lexeme boundary `earley_set`, and whether a
+        rejection is unsure: `_valid_after` for one token's rest, lexeme by lexeme, depth first
+        (with abstract sets after each lexeme when `shared`).
+
+        A token far into a run of lexemes (64 `-`, each a unary minus, in C) makes a level of
+        `_valid_after` per lexeme, each a dozen numpy calls for a few tokens; here a lexeme costs a
+        few byte steps. Each (set, rest) is decided once and cached, and the tokens of a run share
+        their rests: `-` × 64 from the abstract set of a unary minus is decided once for every
+        longer run that reaches it."""
+        key = ("rest", earley_set.number, data, shared)
+        found = self.cache.get(key)
+        if found is not None:
+            return found
+        lexer, parser = self.lexer, self.parser
+        bounds, starts = lexer.starts_by_byte(earley_set.lex_start)
+        ok = unsure = False
+        died = 0
+        for start in starts[bounds[data[0]] : bounds[data[0] + 1]].tolist():
+            state = start
+            for i, byte in enumerate(data, 1):
+                state = lexer.step(state, byte)
+                if not state:
+                    died += 1
+                    break
+                if i == len(data):
+                    ok = True
+                    break
+                row = lexer.boundary[state]
+                if row and lexer.follows[row, data[i]]:
+                    made = parser.complete(earley_set, lexer.accepts[state])
+                    made = parser.abstract(made) if shared else made
+                    ok, doubt = yield self._rest(made, data[i:], shared)
+                    unsure |= doubt
+                    if ok:
+                        break
+            if ok:
+                break
+        # every lexeme died past the placeholder (there may be none that could start)
+        unsure = not ok and (unsure or (earley_set.tainted and died == bounds[data[0] + 1] - bounds[data[0]]))
+        return self.cache.put(key, (ok, unsure), len(data))
 
     def _cross(self, start: int, tokens: np.ndarray, offsets: np.ndarray) -> _Crossing:
         """`_cross_from` for entries that all start at lexer start state `start`."""

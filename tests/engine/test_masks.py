@@ -450,3 +450,32 @@ def test_runs_of_nested_lexemes_in_one_token_share_their_sets(vocab_llama3, monk
     assert vocab_llama3.token_id("-" * 16) >= 0
     shared, unshared = sets_made(masks_module._SHARED_LEVEL), sets_made(10**9)
     assert shared * 3 < unshared, (shared, unshared)
+
+
+@pytest.mark.parametrize("few", [0, 1, 64])
+def test_long_runs_of_lexemes_are_checked_depth_first_and_share_their_rests(vocab_llama3, monkeypatch, few):
+    """Llama 3 has tokens of up to 96 `-`, each `-` a lexeme at a new depth of
+    `root ::= "-" root | "(" root ")" | "x"`. Past `_SHARED_LEVEL` lexemes, at most `_FEW_GOING`
+    tokens still going on are checked one at a time, depth first, and each (set, rest of a token)
+    is decided once: the runs share their rests, so far fewer are decided than the runs have
+    bytes. Whichever way a token goes, the masks are those of brute force. Where each `-` closes
+    a level (`root ::= "(" root "-" | "x"`), a run goes past what the abstract sets know: it is
+    unsure there and checked again from the concrete sets."""
+    monkeypatch.setattr(masks_module, "_FEW_GOING", few)
+    nested = seq(literal("("), ref("root"), literal(")"))
+    opening = Grammar({"root": alt(seq(literal("-"), ref("root")), nested, literal("x"))})
+    closing = Grammar({"root": alt(seq(literal("("), ref("root"), literal("-")), literal("x"))})
+    cases = [(opening, b""), (opening, b"(-(-"), (closing, b"(" * 20 + b"x"), (closing, b"(" * 40 + b"x")]
+    rests = 0
+    for grammar, prefix in cases:
+        compiled = CompiledGrammar(grammar, vocab_llama3)
+        matcher = compiled.matcher()
+        assert matcher.advance_bytes(prefix)
+        got = unpack_bitmask(matcher._mask(), vocab_llama3.size)
+        assert np.array_equal(got, brute_force(matcher)), prefix
+        if grammar is opening:  # (from the concrete sets of `closing`, every rest is new)
+            rests += sum(1 for key in compiled.cache._data if key[0] == "rest")
+    run_bytes = sum(len(text) for text in vocab_llama3.token_bytes if text and set(text) == {ord("-")})
+    assert run_bytes > 500
+    assert (rests > 0) == (few > 0), rests
+    assert rests < run_bytes, (rests, run_bytes)
