@@ -45,6 +45,9 @@ _SLICE_PAIRS_NUMPY = 48
 #: From this many lexemes into a token on, a split check of an abstract scan goes on from the
 #: abstract sets of what it completes (see `MaskComputer._valid_after`).
 _SHARED_LEVEL = 4
+#: From this many tokens below split nodes on, their next lexeme is found by a trie walk below
+#: the nodes rather than token by token (see `MaskComputer._cross_below`).
+_MANY_BELOW = 2048
 #: From `_SHARED_LEVEL` lexemes into the tokens on, at most this many tokens still going on are
 #: checked one at a time, depth first, rather than a level at a time (see `MaskComputer._rest`).
 _FEW_GOING = 64
@@ -402,6 +405,12 @@ class MaskComputer:
                 group, index.first_child, index.child_end, index.byte, index.end_lo, index.below_hi,
                 index.trie.depth, index.trie.sorted_tokens, bounds,
             )  # fmt: skip
+            if len(tokens) >= _MANY_BELOW:
+                crossing = self._cross_below(start, index, group, tokens)
+                if crossing is not None:
+                    found = _Below(tokens, offsets, all_live, crossing)
+                    self.cache.put(key, found, found.nbytes)
+                    return found
         else:
             lo = index.first_child[group]
             children = _spans(lo, index.child_end[group] - lo)
@@ -415,6 +424,59 @@ class MaskComputer:
         found = _Below(tokens, offsets, all_live, self._cross(start, tokens, offsets))
         self.cache.put(key, found, found.nbytes)
         return found
+
+    def _cross_below(self, start: int, index: TrieIndex, group: np.ndarray, tokens: np.ndarray) -> _Crossing | None:
+        """`_cross` for `tokens`, all the tokens below split nodes `group` whose next byte can
+        begin a lexeme at lexer start state `start`, by walking the trie below the nodes from
+        each of those lexemes' start states: tokens share the steps of their common prefixes, and
+        a subtree inside a lexeme is taken whole. Below a space, most of a vocabulary's tokens go
+        on into the next lexeme (a C identifier), and stepping each of them on its own took
+        milliseconds. None where the nodes are nested (some tokens are then below two of them)."""
+        lexer, trie, pre = self.lexer, index.trie, index.preorder
+        lo = index.first_child[group]
+        children = _spans(lo, index.child_end[group] - lo)
+        bounds, starts = lexer.starts_by_byte(start)
+        first = index.byte[children].astype(np.int64)
+        children = children[bounds[first + 1] > bounds[first]]  # in `tokens`' order
+        first_rank, last_rank = index.end_lo[children], index.below_hi[children]
+        order = np.argsort(first_rank, kind="stable")
+        if (first_rank[order[1:]] < last_rank[order[:-1]]).any():
+            return None
+        at_rank = np.cumsum(last_rank - first_rank) - (last_rank - first_rank)  # where each child's tokens are
+        singles = np.unique(starts)
+        frontier = np.repeat(pre.position[group].astype(np.int64), len(singles))
+        frontier_state = np.tile(singles, len(group)).astype(np.int32)
+        split_nodes, split_states, pending, pending_state, stack = _walk_space.get(trie.n_nodes)
+        alive = np.zeros(self.words, dtype=np.uint32)
+        count = 0
+        while True:
+            lexer.ensure(frontier_state)
+            count, n_pending = kernels.walk_trie(
+                frontier, frontier_state, lexer.table, lexer.expanded, lexer.boundary, lexer.follows,
+                lexer.loops, lexer.loop_classes, pre.node, pre.byte, pre.depth, pre.end, pre.end_lo,
+                pre.end_hi, pre.below_hi, pre.below_bytes, pre.below_classes, pre.root_children, pre.root_bytes,
+                trie.sorted_tokens, alive, split_nodes, split_states, count, pending, pending_state, stack,
+            )  # fmt: skip
+            if not n_pending:
+                break
+            frontier, frontier_state = pending[:n_pending].copy(), pending_state[:n_pending].copy()
+        ok = _has_bits(alive.view(np.int32), tokens)
+        # Where a lexeme ends at node m and a child's byte can begin a next one, every token from
+        # that child on goes on after m (as `_cross` finds it token by token).
+        nodes, ended = split_nodes[:count].copy(), split_states[:count].copy()
+        lo = index.first_child[nodes]
+        counts = index.child_end[nodes] - lo
+        below = _spans(lo, counts)
+        owner = np.repeat(np.arange(count), counts)
+        can = lexer.follows[lexer.boundary[ended[owner]], index.byte[below]]
+        below, owner = below[can], owner[can]
+        spans = index.below_hi[below] - index.end_lo[below]
+        ranks = _spans(index.end_lo[below], spans)
+        owner = np.repeat(owner, spans)
+        child = order[np.searchsorted(first_rank[order], ranks, side="right") - 1]
+        entry = at_rank[child] + ranks - first_rank[child]
+        after = trie.depth[nodes[owner]].astype(np.int64)
+        return _Crossing(ok, ~ok, entry, after, ended[owner])
 
     def _by_accepted(self, splits: Splits) -> list[tuple[int, np.ndarray]]:
         """Split nodes grouped by the lexemes their states accept: one state of each group and the

@@ -124,6 +124,8 @@ class Preorder:
     #: as one list rather than jump through the whole trie to find the few it needs)
     root_children: np.ndarray
     root_bytes: np.ndarray
+    #: int32: the position of each trie node (to walk below given nodes)
+    position: np.ndarray
 
     @classmethod
     def of(cls, trie: TokenTrie, first_child: np.ndarray) -> Preorder:
@@ -138,6 +140,8 @@ class Preorder:
         byte = trie.byte[order].astype(np.uint8)  # (the root's -1 is never read)
         depth = trie.depth[order].astype(np.int32)
         root_children = np.flatnonzero(depth == 1).astype(np.int32)
+        position = np.empty(len(order), dtype=np.int32)
+        position[order] = np.arange(len(order), dtype=np.int32)
         return cls(
             node=order.astype(np.int64),
             byte=byte,
@@ -150,6 +154,7 @@ class Preorder:
             below_classes=_classes(below_bytes),
             root_children=root_children,
             root_bytes=byte[root_children],
+            position=position,
         )
 
 

@@ -452,6 +452,44 @@ def test_runs_of_nested_lexemes_in_one_token_share_their_sets(vocab_llama3, monk
     assert shared * 3 < unshared, (shared, unshared)
 
 
+@pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
+def test_the_next_lexeme_of_many_tokens_is_found_by_a_trie_walk_as_token_by_token(vocab_llama3, monkeypatch):
+    """Where a C expression goes on after `return`, most of Llama 3's tokens go on into the next
+    lexeme. From `_MANY_BELOW` tokens below the split nodes on, a trie walk below the nodes finds
+    how: the same tokens end inside it, and the same go on past it, at the same offsets and
+    lexer states, as stepping each token on its own finds. Here every crossing below split nodes
+    is made both ways (nested nodes leave it to the tokens); the masks stay brute force's."""
+    monkeypatch.setattr(masks_module, "_MANY_BELOW", 0)
+    walked = masks_module.MaskComputer._cross_below
+    sizes = []
+
+    def ways(crossing):
+        """The (token's position, offset after the lexeme, lexer state there) of each way on."""
+        return sorted(zip(crossing.entry.tolist(), crossing.after.tolist(), crossing.ended.tolist(), strict=True))
+
+    def both(self, start, index, group, tokens):
+        found = walked(self, start, index, group, tokens)
+        if found is not None:
+            bounds, _ = self.lexer.starts_by_byte(start)
+            same, offsets, _ = kernels.tokens_below(
+                group, index.first_child, index.child_end, index.byte, index.end_lo, index.below_hi,
+                index.trie.depth, index.trie.sorted_tokens, bounds,
+            )  # fmt: skip
+            assert np.array_equal(same, tokens)
+            stepped = self._cross(start, tokens, offsets)
+            assert np.array_equal(found.ok, stepped.ok) and np.array_equal(found.died, stepped.died)
+            assert ways(found) == ways(stepped)
+            sizes.append(len(tokens))
+        return found
+
+    monkeypatch.setattr(masks_module.MaskComputer, "_cross_below", both)
+    compiled = CompiledGrammar(grammars()["gbnf_c"], vocab_llama3)
+    assert_mask_is_brute_force(compiled, b"int f(int a){return")
+    for matcher in random_walk(compiled, steps=8, seed=5):
+        matcher._mask()
+    assert max(sizes) > 20000 and len(sizes) >= 3, sizes
+
+
 @pytest.mark.parametrize("few", [0, 1, 64])
 def test_long_runs_of_lexemes_are_checked_depth_first_and_share_their_rests(vocab_llama3, monkeypatch, few):
     """Llama 3 has tokens of up to 96 `-`, each `-` a lexeme at a new depth of

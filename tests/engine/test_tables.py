@@ -22,6 +22,7 @@ def _check_preorder(vocab: Vocabulary, nodes: np.ndarray | None = None) -> None:
     pre = index.preorder
     prefixes = [_prefix(trie, n) for n in pre.node.tolist()]
     assert sorted(pre.node.tolist()) == list(range(trie.n_nodes))
+    assert np.array_equal(pre.node[pre.position], np.arange(trie.n_nodes))
     assert prefixes == sorted(prefixes)  # preorder is the order of the prefixes
     assert pre.depth.tolist() == [len(p) for p in prefixes]
     tokens = trie.sorted_tokens
