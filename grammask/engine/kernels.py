@@ -367,18 +367,20 @@ def warm_up() -> None:
     boundary, follows = np.zeros(2, dtype=np.int32), np.zeros((1, 256), dtype=bool)  # as `Lexer` has them
     space = walk_space(1)
     set_bits(np.zeros(1, dtype=np.uint32), one)
-    for writeable in (True, False):  # DFAs from the process-wide cache are read-only
-        source = np.zeros((2, 256), dtype=np.int32)
-        source.flags.writeable = writeable
-        lay_block(np.zeros((2, 256), dtype=np.int32), 0, source)
+    for state in (np.uint16, np.int32):  # a lexer's table (16-bit states under the default limit)
+        for writeable in (True, False):  # DFAs from the process-wide cache are read-only
+            source = np.zeros((2, 256), dtype=np.int32)
+            source.flags.writeable = writeable
+            lay_block(np.zeros((2, 256), dtype=state), 0, source)
     int32 = np.ones(1, dtype=np.int32)
-    walk_trie(
-        one, int32, np.zeros((2, 256), dtype=np.int32), np.ones(2, dtype=bool), boundary, follows,
-        np.zeros((2, 4), dtype=np.uint64), np.zeros(2, dtype=np.int32), one, np.zeros(1, dtype=np.uint8), int32,
-        int32, int32, int32, int32, np.zeros((1, 4), dtype=np.uint64), int32, int32, np.zeros(1, dtype=np.uint8),
-        tokens, np.zeros(1, dtype=np.uint32),
-        *space[:2], 0, *space[2:],
-    )  # fmt: skip
+    for state in (np.uint16, np.int32):
+        walk_trie(
+            one, int32, np.zeros((2, 256), dtype=state), np.ones(2, dtype=bool), boundary, follows,
+            np.zeros((2, 4), dtype=np.uint64), np.zeros(2, dtype=np.int32), one, np.zeros(1, dtype=np.uint8), int32,
+            int32, int32, int32, int32, np.zeros((1, 4), dtype=np.uint64), int32, int32, np.zeros(1, dtype=np.uint8),
+            tokens, np.zeros(1, dtype=np.uint32),
+            *space[:2], 0, *space[2:],
+        )  # fmt: skip
     data = np.zeros(1, dtype=np.uint8)
     data.flags.writeable = False
     lengths = np.ones(1, dtype=np.int32)
@@ -387,15 +389,17 @@ def warm_up() -> None:
     starts.flags.writeable = False
     slice_table = np.zeros((2, 256), dtype=np.int32)
     slice_table.flags.writeable = False  # a `ByteDFA`'s table, as every real call passes
-    slice_depth(
-        1, 1, slice_table, np.zeros((2, 256), dtype=np.int32), np.ones(2, dtype=bool), 4, np.zeros(4, dtype=np.int64)
-    )  # fmt: skip
+    for state in (np.uint16, np.int32):
+        slice_depth(
+            1, 1, slice_table, np.zeros((2, 256), dtype=state), np.ones(2, dtype=bool), 4, np.zeros(4, dtype=np.int64)
+        )  # fmt: skip
     depth = np.ones(1, dtype=np.int32)
     depth.flags.writeable = False
     tokens_below(one, one, one, np.zeros(1, dtype=np.int32), one, one, depth, tokens, np.zeros(257, dtype=np.int64))
     bounds = np.zeros(257, dtype=np.int64)
     for table in (bounds[None, :], np.stack([bounds, bounds])):  # one lexeme boundary, and several
-        cross_tokens(
-            one, one, one, table, np.ones(1, dtype=np.int32), np.zeros((2, 256), dtype=np.int32),
-            np.ones(2, dtype=bool), boundary, follows, data, starts, lengths,
-        )  # fmt: skip
+        for state in (np.uint16, np.int32):
+            cross_tokens(
+                one, one, one, table, np.ones(1, dtype=np.int32), np.zeros((2, 256), dtype=state),
+                np.ones(2, dtype=bool), boundary, follows, data, starts, lengths,
+            )  # fmt: skip

@@ -39,7 +39,7 @@ Pairs = tuple[tuple[int, int], ...]
 #: Above this many (byte, pair) transitions a product row is made with numpy rather than a dict.
 _SPARSE_PAIRS = 96
 
-#: Lexer states whose table rows are reserved when the lexer is made (1 KiB each, of address space:
+#: Lexer states whose table rows are reserved when the lexer is made (512 bytes each, of address space:
 #: the memory is used only as rows are filled); a larger `Limits.max_lexer_states` grows beyond.
 _RESERVED_STATES = 1 << 16
 #: Room in the per-state arrays (49 bytes a state) when the lexer is made; they double as states
@@ -58,12 +58,12 @@ class _Memory:
     such pages behind. A new lexer writes every row before it reads it (`expanded`), so what an
     earlier lexer left in a row is never read."""
 
-    __slots__ = ("mapping", "rows")
+    __slots__ = ("mapping", "rows", "row_bytes")
 
     #: Tables of dropped lexers kept for the next lexers: at most `tables` of them, with at most
-    #: `max_rows` rows written each and `pool_rows` in all (64 MiB); pages past what a table may
-    #: keep are given back to the system first, so a lexer that takes a table holds at most 16 MiB
-    #: more than it wrote. A grammar of many lexemes entering the compile cache evicts several at
+    #: `max_rows` rows written each and `pool_rows` in all (32 MiB of 16-bit rows); pages past what
+    #: a table may keep are given back to the system first, so a lexer that takes a table holds at
+    #: most 8 MiB more than it wrote. A grammar of many lexemes entering the compile cache evicts several at
     #: once: with four tables of up to 4,096 rows, half of those tables found the pool full, 60%
     #: of new lexers found it empty, and 42% of all rows were laid into fresh pages. (The median
     #: MaskBench lexer writes about 1,000 rows, the 90th percentile 7,000.) On the class, not the
@@ -72,26 +72,29 @@ class _Memory:
     tables: ClassVar[int] = 16
     max_rows: ClassVar[int] = 1 << 14
     pool_rows: ClassVar[int] = 1 << 16
-    #: table rows (1 KiB each) in one page of memory: 4 on x86, 16 with Apple silicon's 16 KiB pages
-    page_rows: ClassVar[int] = max(1, mmap.PAGESIZE // (256 * 4))
+    #: bytes of one page of memory: 4 KiB on x86, 16 KiB on Apple silicon
+    page_bytes: ClassVar[int] = mmap.PAGESIZE
 
-    def __init__(self, mapping: mmap.mmap | None, rows: int) -> None:
+    def __init__(self, mapping: mmap.mmap | None, rows: int, row_bytes: int) -> None:
         self.mapping = mapping
         self.rows = rows
+        #: bytes of one row of the table: 512 for 16-bit states, 1 KiB for 32-bit ones
+        self.row_bytes = row_bytes
 
     def __del__(self) -> None:
         mapping, rows = self.mapping, self.rows
         if mapping is None or len(self.pool) >= self.tables:
             return
         room = self.pool_rows - sum(memory.rows for memory in list(self.pool))  # a copy: atomic
-        keep = min(self.max_rows, room) // self.page_rows * self.page_rows  # madvise takes whole pages
+        page_rows = max(1, self.page_bytes // self.row_bytes)
+        keep = min(self.max_rows, room) // page_rows * page_rows  # madvise takes whole pages
         if rows > keep:
             if keep <= 0 or not hasattr(mmap, "MADV_DONTNEED"):
                 return
-            start = keep * 256 * 4
+            start = keep * self.row_bytes
             mapping.madvise(mmap.MADV_DONTNEED, start, len(mapping) - start)
             rows = keep
-        self.pool.append(_Memory(mapping, rows))  # atomic: no lock in a finaliser
+        self.pool.append(_Memory(mapping, rows, self.row_bytes))  # atomic: no lock in a finaliser
 
 
 #: Anonymous memory of this process alone. Python maps anonymous memory shared by default, and
@@ -99,25 +102,34 @@ class _Memory:
 _PRIVATE = {"flags": mmap.MAP_PRIVATE} if hasattr(mmap, "MAP_PRIVATE") else {}
 
 
-def _zero_rows(n: int) -> tuple[np.ndarray, _Memory]:
-    """An `(n, 256)` int32 table whose rows are zero until written, in pages of its own, without
+def _state_type(limit: int) -> type[np.unsignedinteger] | type[np.signedinteger]:
+    """The type of a lexer table's entries (state ids below `limit`): 16 bits where they fit, as
+    with the default limit. Half the bytes of 32-bit rows: a lexeme's block is laid into half the
+    pages (laying blocks was about 5% of MaskBench step time, most of it the first writes into
+    fresh pages), and a trie walk reads rows from half the cache lines."""
+    return np.uint16 if limit <= 1 << 16 else np.int32
+
+
+def _zero_rows(n: int, dtype: type[np.unsignedinteger] | type[np.signedinteger]) -> tuple[np.ndarray, _Memory]:
+    """An `(n, 256)` table of `dtype` whose rows are zero until written, in pages of its own, without
     the huge-page advice numpy gives large arrays: rows are written a lexeme's block at a time,
     scattered over tens of megabytes, and a first write into a huge page clears (and may first
     compact) 2 MiB, which cost twice as much per block as small pages on the benchmark machine.
     A pooled table (see `_Memory`) is taken first; its row 0, the dead state's, is zero."""
+    row_bytes = 256 * np.dtype(dtype).itemsize
     mapping, rows = None, 0
     while mapping is None:
         try:
             found = _Memory.pool.popleft()
         except IndexError:
-            mapping = mmap.mmap(-1, n * 256 * 4, **_PRIVATE)
+            mapping = mmap.mmap(-1, n * row_bytes, **_PRIVATE)
             break
-        if found.mapping is not None and len(found.mapping) == n * 256 * 4:
+        if found.mapping is not None and len(found.mapping) == n * row_bytes and found.row_bytes == row_bytes:
             mapping, rows = found.mapping, found.rows
         found.mapping = None  # taken (or of another size): not pooled again
-    table = np.frombuffer(mapping, dtype=np.int32).reshape(n, 256)
+    table = np.frombuffer(mapping, dtype=dtype).reshape(n, 256)
     table[0] = 0
-    return table, _Memory(mapping, rows)
+    return table, _Memory(mapping, rows, row_bytes)
 
 
 class Lexer:
@@ -139,7 +151,7 @@ class Lexer:
         # are only address space until a row is written, and growing (copying) a table of tens of
         # megabytes would stall the step that crossed a power of two. The per-state arrays below
         # are small, and grow (`_grow`).
-        self.table, self._memory = _zero_rows(min(self._limit, _RESERVED_STATES))
+        self.table, self._memory = _zero_rows(min(self._limit, _RESERVED_STATES), _state_type(self._limit))
         capacity = min(len(self.table), _FIRST_STATES)
         self.expanded = np.zeros(capacity, dtype=bool)
         self.expanded[0] = True
@@ -296,7 +308,7 @@ class Lexer:
                 source, rows = dfa.transitions[1:], self.table[block]
                 np.not_equal(source, 0, out=rows, casting="unsafe")
                 rows *= base
-                rows += source
+                np.add(rows, source, out=rows, casting="unsafe")
             self.expanded[block] = True
             self._owner[block] = terminal
             choice = ((), (terminal,))
@@ -347,7 +359,7 @@ class Lexer:
         if len(self.expanded) < len(self.table):
             capacity = min(capacity, len(self.table))
         else:
-            table, memory = _zero_rows(capacity)
+            table, memory = _zero_rows(capacity, self.table.dtype.type)
             table[: len(self.table)] = self.table
             memory.rows = max(memory.rows, len(self.table))  # the copy wrote every row it had
             self.table, self._memory = table, memory
@@ -365,7 +377,7 @@ class Lexer:
         found = self._rows.get(state)
         if found is None:
             self.ensure(np.array([state]))
-            found = self._rows[state] = array("i", self.table[state].tobytes())
+            found = self._rows[state] = array("i", self.table[state].astype(np.int32).tobytes())
         return found
 
     def step(self, state: int, byte: int) -> int:
@@ -389,7 +401,7 @@ class Lexer:
     def gather(self, states: np.ndarray, data: np.ndarray) -> np.ndarray:
         """The successors of `states[i]` on `data[i]`, all at once."""
         self.ensure(states)
-        return self.table[states, data]
+        return self.table[states, data].astype(np.int32)
 
     def ensure(self, states: np.ndarray) -> None:
         """Compute the rows of the given states that are not computed yet."""

@@ -32,14 +32,18 @@ LEXEMES = [
 FOLLOWS = [(1, 3), (), (0,), (5, 6), (2,), (), (4, 1)]
 
 
-@pytest.mark.parametrize(("reserved", "first"), [(1 << 16, 1 << 10), (1 << 16, 2), (8, 1 << 10)])
-def test_states_are_the_alive_pairs_of_the_component_dfas(monkeypatch, reserved, first):
-    """With the table reserved up front, with per-state arrays that grow inside it, and with a
-    table that must grow too (a limit over the reserve)."""
+@pytest.mark.parametrize(
+    ("reserved", "first", "limit"),
+    [(1 << 16, 1 << 10, 50_000), (1 << 16, 2, 50_000), (8, 1 << 10, 50_000), (1 << 16, 1 << 10, 1 << 17)],
+)
+def test_states_are_the_alive_pairs_of_the_component_dfas(monkeypatch, reserved, first, limit):
+    """With the table reserved up front, with per-state arrays that grow inside it, with a
+    table that must grow too (a small reserve), and with 32-bit states (a limit past 16 bits)."""
     monkeypatch.setattr(lexer_module, "_RESERVED_STATES", reserved)
     monkeypatch.setattr(lexer_module, "_FIRST_STATES", first)
     dfas = [compile_regex(node) for node in LEXEMES]
-    lexer = Lexer(dfas.__getitem__, Limits(), FOLLOWS)
+    lexer = Lexer(dfas.__getitem__, Limits(max_lexer_states=limit), FOLLOWS)
+    assert lexer.table.dtype == (np.uint16 if limit <= 1 << 16 else np.int32)
     rng = random.Random(0)
     alphabet = list(b'"019.truea\\x') + list("中".encode())
     for _ in range(300):
@@ -64,7 +68,7 @@ def test_states_are_the_alive_pairs_of_the_component_dfas(monkeypatch, reserved,
     # whole rows, computed by `gather` in bulk, agree with the single transitions `step` made
     # before any row of a state of several lexemes existed
     if first == 2:  # the per-state arrays grew, inside the table's reserve
-        assert len(lexer.expanded) >= lexer.n_states > 2 and len(lexer.table) == Limits().max_lexer_states
+        assert len(lexer.expanded) >= lexer.n_states > 2 and len(lexer.table) == limit
     if reserved == 8:  # the table grew past its small reserve, with the per-state arrays
         assert len(lexer.table) == len(lexer.expanded) >= lexer.n_states > 8
     states = np.arange(1, lexer.n_states, dtype=np.int32)
@@ -72,6 +76,26 @@ def test_states_are_the_alive_pairs_of_the_component_dfas(monkeypatch, reserved,
     stepped = [lexer.step(int(s), int(b)) for s, b in zip(states, data, strict=True)]
     assert not lexer.expanded[[s for s in states.tolist() if len(lexer.pairs(s)) > 1]].any()
     assert lexer.gather(states, data).tolist() == stepped
+
+
+def test_masks_are_the_same_with_16_and_32_bit_states(vocab_llama3):
+    """Under the default limit a lexer's table holds 16-bit states, past 65,536 states 32-bit
+    ones; every mask of a walk through JSON and C is the same either way."""
+    from grammask.compiler import CompiledGrammar
+
+    schema = {"type": "object", "properties": {"name": {"type": "string"}, "n": {"type": "array", "items": {}}}}
+    c_text = (grammask.assets.llama_cpp_vendor_dir() / "grammars" / "c.gbnf").read_text()
+    texts = [b'{"name": "a\\"b", "n": [1.5e3, {"x": null}, "y"]', b"int f(int a){return -a*( 2+a );}"]
+    for grammar, text in zip([Grammar.from_json_schema(schema), Grammar.from_ebnf(c_text)], texts, strict=True):
+        narrow, wide = (
+            CompiledGrammar(grammar, vocab_llama3),
+            CompiledGrammar(grammar, vocab_llama3, Limits(max_lexer_states=1 << 17)),
+        )
+        assert narrow.parser.lexer.table.dtype == np.uint16 and wide.parser.lexer.table.dtype == np.int32
+        matchers = narrow.matcher(), wide.matcher()
+        for i in range(len(text)):
+            assert np.array_equal(matchers[0]._mask(), matchers[1]._mask()), text[:i]
+            assert all(m.advance_bytes(text[i : i + 1]) for m in matchers)
 
 
 def test_a_start_state_is_never_reached_by_bytes():
@@ -143,33 +167,33 @@ def test_a_dropped_lexers_table_is_reused_and_its_rows_never_read(vocab_llama3, 
     matcher = other.matcher()
     assert matcher.advance_bytes(b"abc@12")
     assert matcher._mask().any()
-    mapping = other.parser.lexer._memory.mapping
+    mapping, state = other.parser.lexer._memory.mapping, other.parser.lexer.table.dtype
     del other, matcher
     gc.collect()
     assert [(memory.mapping, memory.rows) for memory in lexer_module._Memory.pool] == [(mapping, 16)]
-    rows = np.frombuffer(mapping, dtype=np.int32).reshape(-1, 256)
+    rows = np.frombuffer(mapping, dtype=state).reshape(-1, 256)
     assert rows[16:].any(axis=1).sum() == 0 < rows[:16].any(axis=1).sum()  # the pages past them given back
-    np.frombuffer(mapping, dtype=np.int32)[256 : 256 * 4096] = 7  # stale rows that would mislead
+    rows[1:4096] = 7  # stale rows that would mislead
     reused = CompiledGrammar(grammar, vocab_llama3)
     assert reused.parser.lexer._memory.mapping is mapping
     assert masks(reused) == want
 
 
 @pytest.mark.skipif(not hasattr(mmap, "MADV_DONTNEED"), reason="no madvise here")
-@pytest.mark.parametrize(("page_rows", "pooled"), [(4, [30, 8]), (16, [30])])
-def test_the_pool_of_dropped_tables_is_bounded_in_rows(monkeypatch, page_rows, pooled):
+@pytest.mark.parametrize(("page_bytes", "pooled"), [(4096, [30, 8]), (16384, [30])])
+def test_the_pool_of_dropped_tables_is_bounded_in_rows(monkeypatch, page_bytes, pooled):
     """Tables dropped in a burst (a large grammar evicting several) fill the pool up to
     `pool_rows` rows in all: a table over the room left keeps only what fits in whole pages (4
     rows of 1 KiB on x86; with 16 KiB pages the 10 rows left are no whole page), its other pages
     given back (they read as zeros again), and one that finds no room is not pooled."""
-    monkeypatch.setattr(lexer_module._Memory, "page_rows", page_rows)
+    monkeypatch.setattr(lexer_module._Memory, "page_bytes", page_bytes)
     monkeypatch.setattr(lexer_module._Memory, "pool", deque())
     monkeypatch.setattr(lexer_module._Memory, "max_rows", 32)
     monkeypatch.setattr(lexer_module._Memory, "pool_rows", 40)
     mappings = [mmap.mmap(-1, 64 * 1024, **lexer_module._PRIVATE) for _ in range(3)]
     for mapping in mappings:
         np.frombuffer(mapping, dtype=np.int32)[: 30 * 256] = 7
-        memory = lexer_module._Memory(mapping, 30)
+        memory = lexer_module._Memory(mapping, 30, 1024)  # rows of 32-bit states
         del memory  # as when its lexer is dropped
     pool = lexer_module._Memory.pool
     assert [(memory.mapping, memory.rows) for memory in pool] == list(zip(mappings, pooled, strict=False))
