@@ -175,11 +175,13 @@ class Lexer:
         self._follow_bits: dict[int, int] = {}
         #: per state: the terminal whose block holds it (-1: none, see `_single`)
         self._owner = np.full(capacity, -1, dtype=np.int32)
-        #: per state: the terminals whose lexeme is complete there
-        self.accepts: list[tuple[int, ...]] = [()]
-        #: per state: a number for its `accepts` (states that end the same lexemes share it)
+        #: per state: a number for the terminals whose lexeme is complete there (`accepts`);
+        #: states that end the same lexemes share it, and class 0 ends none
         self.accept_class = np.zeros(capacity, dtype=np.int32)
         self._accept_classes: dict[tuple[int, ...], int] = {(): 0}
+        #: per accept class: its terminals. (Not a list of them per state: a list as long as the
+        #: lexer was a third of what a full garbage collection traversed on MaskBench.)
+        self._class_terminals: list[tuple[int, ...]] = [()]
         #: per accept class: its row of `follows`
         self._class_boundary = [0]
         #: rows as machine-int arrays: indexed as fast as lists, and never scanned by Python's GC
@@ -215,6 +217,10 @@ class Lexer:
         if terminal >= 0:
             return ((terminal, state - self._bases[terminal]),)
         return self._pairs[state]
+
+    def accepts(self, state: int) -> tuple[int, ...]:
+        """The terminals whose lexeme is complete in `state` (sorted; none in a start state)."""
+        return self._class_terminals[self.accept_class[state]]
 
     # -- states -----------------------------------------------------------------------------------
 
@@ -278,7 +284,6 @@ class Lexer:
         # and not asking spares compiling lexemes that are expected but never entered.
         done = () if is_start else tuple(k for k, s in pairs if self._dfa(k).accepting[s])
         self._pairs[state] = pairs
-        self.accepts.append(done)
         self.accept_class[state] = found = self._accept_class(done)
         self.boundary[state] = self._class_boundary[found]
         self._ids[key] = state
@@ -312,7 +317,6 @@ class Lexer:
             self.expanded[block] = True
             self._owner[block] = terminal
             choice = ((), (terminal,))
-            self.accepts.extend([choice[a] for a in dfa.accepting[1:].tolist()])
             accept_class = self._accept_class(choice[1])
             self.accept_class[block] = np.where(dfa.accepting[1:], accept_class, 0)
             self.boundary[block] = np.where(dfa.accepting[1:], self._class_boundary[accept_class], 0)
@@ -325,6 +329,7 @@ class Lexer:
         found = self._accept_classes.get(terminals)
         if found is None:
             found = self._accept_classes[terminals] = len(self._accept_classes)
+            self._class_terminals.append(terminals)
             self._class_boundary.append(self._boundary_row(terminals))
         return found
 

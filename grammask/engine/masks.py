@@ -373,7 +373,7 @@ class MaskComputer:
         inside a long lexeme (a string under `maxLength`, say) reaches the same split nodes, and
         what follows a split depends only on the bytes below it. Children of a split node whose
         byte cannot start a lexeme after the split are dropped with their subtree first."""
-        ended = self.lexer.accepts[state]
+        ended = self.lexer.accepts(state)
         digest = hashlib.blake2b(group.tobytes(), digest_size=16).digest()
         key = ("splits", earley_set.number, id(index), ended, digest, shared)
         found = self.cache.get(key)
@@ -714,7 +714,7 @@ class MaskComputer:
         which lexemes ended, and many lexer states end the same ones."""
         first, inverse = _groups(which << 32 | self.lexer.accept_class[states])
         accepts = self.lexer.accepts
-        made = [self.parser.complete(sets[int(which[i])], accepts[int(states[i])]) for i in first.tolist()]
+        made = [self.parser.complete(sets[int(which[i])], accepts(int(states[i]))) for i in first.tolist()]
         return made, inverse
 
     def _valid_after(
@@ -804,7 +804,7 @@ class MaskComputer:
                     break
                 row = lexer.boundary[state]
                 if row and lexer.follows[row, data[i]]:
-                    made = parser.complete(earley_set, lexer.accepts[state])
+                    made = parser.complete(earley_set, lexer.accepts(state))
                     made = parser.abstract(made) if shared else made
                     ok, doubt = yield self._rest(made, data[i:], shared)
                     unsure |= doubt

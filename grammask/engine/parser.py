@@ -545,7 +545,7 @@ class Parser:
                 after = step(state, byte)
                 if not after:
                     return None
-                if accepts[after]:  # a lexeme may end at this byte: the loop below goes on from it
+                if accepts(after):  # a lexeme may end at this byte: the loop below goes on from it
                     data = data[i:]
                     break
                 state = after
@@ -564,8 +564,9 @@ class Parser:
                 state = step(state, byte)
                 if state:
                     stepped.add((earley_set, state))
-                    if accepts[state]:
-                        completions.append((earley_set, accepts[state]))
+                    ended = accepts(state)
+                    if ended:
+                        completions.append((earley_set, ended))
             accepting = False
             if completions:
                 if len(completions) == 1:

@@ -259,7 +259,7 @@ def test_union_walk_equals_the_walk_of_the_combined_state(vocab_llama3):
                     node
                     for splits in direct.splits
                     for node, q in zip(splits.nodes.tolist(), splits.states.tolist(), strict=True)
-                    if k in lexer.accepts[q]
+                    if k in lexer.accepts(q)
                 }
                 assert mine == theirs
     assert combined >= 2
