@@ -39,8 +39,8 @@ Pairs = tuple[tuple[int, int], ...]
 #: Above this many (byte, pair) transitions a product row is made with numpy rather than a dict.
 _SPARSE_PAIRS = 96
 
-#: Lexer states whose table rows are reserved when the lexer is made (512 bytes each, of address space:
-#: the memory is used only as rows are filled); a larger `Limits.max_lexer_states` grows beyond.
+#: Lexer states whose table rows are reserved when the lexer is made (512 bytes each, of address
+#: space: the memory is used only as rows are filled); a larger `Limits.max_lexer_states` grows beyond.
 _RESERVED_STATES = 1 << 16
 #: Room in the per-state arrays (49 bytes a state) when the lexer is made; they double as states
 #: come. Made at full size, their zeros cost more than half a millisecond of every compile.
@@ -63,11 +63,11 @@ class _Memory:
     #: Tables of dropped lexers kept for the next lexers: at most `tables` of them, with at most
     #: `max_rows` rows written each and `pool_rows` in all (32 MiB of 16-bit rows); pages past what
     #: a table may keep are given back to the system first, so a lexer that takes a table holds at
-    #: most 8 MiB more than it wrote. A grammar of many lexemes entering the compile cache evicts several at
-    #: once: with four tables of up to 4,096 rows, half of those tables found the pool full, 60%
-    #: of new lexers found it empty, and 42% of all rows were laid into fresh pages. (The median
-    #: MaskBench lexer writes about 1,000 rows, the 90th percentile 7,000.) On the class, not the
-    #: module: finalisers that run as the interpreter exits still find them.
+    #: most 8 MiB more than it wrote. A grammar of many lexemes entering the compile cache evicts
+    #: several at once: with four tables of up to 4,096 rows, half of those tables found the pool
+    #: full, 60% of new lexers found it empty, and 42% of all rows were laid into fresh pages. (The
+    #: median MaskBench lexer writes about 1,000 rows, the 90th percentile 7,000.) On the class, not
+    #: the module: finalisers that run as the interpreter exits still find them.
     pool: ClassVar[deque[_Memory]] = deque()
     tables: ClassVar[int] = 16
     max_rows: ClassVar[int] = 1 << 14

@@ -442,7 +442,8 @@ class MaskComputer:
         order = np.argsort(first_rank, kind="stable")
         if (first_rank[order[1:]] < last_rank[order[:-1]]).any():
             return None
-        at_rank = np.cumsum(last_rank - first_rank) - (last_rank - first_rank)  # where each child's tokens are
+        sizes = last_rank - first_rank
+        at_rank = np.cumsum(sizes) - sizes  # where each child's tokens begin in `tokens`
         singles = np.unique(starts)
         frontier = np.repeat(pre.position[group].astype(np.int64), len(singles))
         frontier_state = np.tile(singles, len(group)).astype(np.int32)
