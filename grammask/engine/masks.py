@@ -496,6 +496,8 @@ class MaskComputer:
         tokens are all alive: their mask is OR-ed in and only the other tokens are walked."""
         key = ("walk", state)
         found = self.cache.get(key)
+        if isinstance(found, np.ndarray):
+            return TokenWalk(found, ())
         if found is None:
             pairs = self.lexer.pairs(state)
             if len(pairs) > 1:
@@ -509,7 +511,9 @@ class MaskComputer:
                 else:
                     found = self._walk(state, self._index)
                 self.walks_computed += 1
-            self.cache.put(key, found, 0, found.arrays)
+            # A walk without splits (inside a lexeme, most of them) is kept as its mask alone: an
+            # array is no object for the garbage collector to scan, a `TokenWalk` is.
+            self.cache.put(key, found if found.splits else found.alive, 0, found.arrays)
         return found
 
     def _union_walk(self, pairs: tuple[tuple[int, int], ...]) -> TokenWalk:

@@ -517,3 +517,24 @@ def test_long_runs_of_lexemes_are_checked_depth_first_and_share_their_rests(voca
     assert run_bytes > 500
     assert (rests > 0) == (few > 0), rests
     assert rests < run_bytes, (rests, run_bytes)
+
+
+def test_walks_without_splits_are_kept_as_masks_the_collector_does_not_scan(vocab_llama3):
+    """Most walks are inside a lexeme and split nowhere: the grammar's cache keeps such a walk as
+    its mask alone, an array, which Python's garbage collector never scans (a `TokenWalk` object
+    is one more for every full collection). Read back, it is the same walk, not computed again."""
+    import gc
+
+    compiled = CompiledGrammar(Grammar.from_json_schema(OPEN_SCHEMA), vocab_llama3)
+    for matcher in random_walk(compiled, steps=20, seed=3):
+        matcher._mask()
+    kept = {key[1]: value for key, value in compiled.cache._data.items() if key[0] == "walk"}
+    bare = {state for state, value in kept.items() if isinstance(value, np.ndarray)}
+    assert bare and len(bare) < len(kept)
+    computed = compiled.masks.walks_computed
+    for state, value in kept.items():
+        walk = compiled.masks.walk(state)
+        assert (state in bare) == (not walk.splits)
+        assert walk.alive is (value if state in bare else value.alive)
+        assert not gc.is_tracked(walk.alive)
+    assert compiled.masks.walks_computed == computed
