@@ -446,29 +446,14 @@ class MaskComputer:
         at_rank = np.cumsum(sizes) - sizes  # where each child's tokens begin in `tokens`
         singles = np.unique(starts)
         frontier = np.repeat(pre.position[group].astype(np.int64), len(singles))
-        frontier_state = np.tile(singles, len(group)).astype(np.int32)
-        split_nodes, split_states, pending, pending_state, stack = _walk_space.get(trie.n_nodes)
-        alive = np.zeros(self.words, dtype=np.uint32)
-        count = 0
-        while True:
-            lexer.ensure(frontier_state)
-            count, n_pending = kernels.walk_trie(
-                frontier, frontier_state, lexer.table, lexer.expanded, lexer.boundary, lexer.follows,
-                lexer.loops, lexer.loop_classes, pre.node, pre.byte, pre.depth, pre.end, pre.end_lo,
-                pre.end_hi, pre.below_hi, pre.below_bytes, pre.below_classes, pre.root_children, pre.root_bytes,
-                trie.sorted_tokens, alive, split_nodes, split_states, count, pending, pending_state, stack,
-            )  # fmt: skip
-            if not n_pending:
-                break
-            frontier, frontier_state = pending[:n_pending].copy(), pending_state[:n_pending].copy()
+        alive, nodes, ended = self._walk_below(index, frontier, np.tile(singles, len(group)).astype(np.int32))
         ok = _has_bits(alive.view(np.int32), tokens)
         # Where a lexeme ends at node m and a child's byte can begin a next one, every token from
         # that child on goes on after m (as `_cross` finds it token by token).
-        nodes, ended = split_nodes[:count].copy(), split_states[:count].copy()
         lo = index.first_child[nodes]
         counts = index.child_end[nodes] - lo
         below = _spans(lo, counts)
-        owner = np.repeat(np.arange(count), counts)
+        owner = np.repeat(np.arange(len(nodes)), counts)
         can = lexer.follows[lexer.boundary[ended[owner]], index.byte[below]]
         below, owner = below[can], owner[can]
         spans = index.below_hi[below] - index.end_lo[below]
@@ -584,10 +569,20 @@ class MaskComputer:
         return self._walk_numpy(start, index)
 
     def _walk_compiled(self, start: int, index: TrieIndex) -> TokenWalk:
+        alive, nodes, states = self._walk_below(index, np.zeros(1, dtype=np.int64), np.array([start], dtype=np.int32))
+        packed = alive.view(np.int32)
+        packed.flags.writeable = False
+        return TokenWalk(packed, (Splits(index, nodes, states),) if len(nodes) else ())
+
+    def _walk_below(
+        self, index: TrieIndex, frontier: np.ndarray, frontier_state: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The compiled walk of `index`'s trie below preorder positions `frontier`, whose prefixes
+        left the lexer in `frontier_state`: the packed (uint32) mask of the tokens alive to their
+        end, and the split nodes with their lexer states (`kernels.walk_trie`)."""
         lexer, trie, pre = self.lexer, index.trie, index.preorder
         split_nodes, split_states, pending, pending_state, stack = _walk_space.get(trie.n_nodes)
         alive = np.zeros(self.words, dtype=np.uint32)
-        frontier, frontier_state = np.zeros(1, dtype=np.int64), np.array([start], dtype=np.int32)
         count = 0
         while True:
             lexer.ensure(frontier_state)  # rows the walk needs: compute them, walk on from there
@@ -600,10 +595,7 @@ class MaskComputer:
             if not n_pending:
                 break
             frontier, frontier_state = pending[:n_pending].copy(), pending_state[:n_pending].copy()
-        packed = alive.view(np.int32)
-        packed.flags.writeable = False
-        splits = (Splits(index, split_nodes[:count].copy(), split_states[:count].copy()),) if count else ()
-        return TokenWalk(packed, splits)
+        return alive, split_nodes[:count].copy(), split_states[:count].copy()
 
     def _walk_numpy(self, start: int, index: TrieIndex) -> TokenWalk:
         """Step every node's prefix of `index`'s trie through the lexer, one level at a time.
