@@ -167,6 +167,7 @@ class Scheduler:
         self._wake = threading.Condition()
         self._stopping = False
         self._rows: list[_Row] = []
+        self._joining = 0  # requests taken from `_incoming` and not yet in `_rows` (their prefill runs)
         self._cache: Any = None
         self._mask: Any = None  # [rows, columns] long
         self._thread = threading.Thread(target=self._run, name="grammask-decode", daemon=True)
@@ -196,8 +197,9 @@ class Scheduler:
 
     @property
     def active(self) -> int:
-        """Rows in the batch plus requests waiting to join."""
-        return len(self._rows) + len(self._incoming)
+        """Rows in the batch plus requests waiting to join or joining."""
+        with self._wake:
+            return len(self._rows) + len(self._incoming) + self._joining
 
     # -- the loop ------------------------------------------------------------------------------------
 
@@ -217,10 +219,14 @@ class Scheduler:
                             self.stats.cancelled += 1
                         else:
                             joining.append(req)
+                    self._joining = len(joining)
                 try:
                     self._leave()
                     if joining:
-                        self._join(joining)
+                        try:
+                            self._join(joining)
+                        finally:
+                            self._joining = 0
                     if self._rows:
                         self._step()
                 except Exception as exc:  # a failed pass fails its rows, never the loop

@@ -62,6 +62,13 @@ class Client:
         pending = [self.submit(*r) for r in requests]
         return [self.final(p) for p in pending]
 
+    def idle(self, timeout: float = 10) -> bool:
+        """Whether the batch empties within `timeout` s: a finished row leaves it before the next step."""
+        deadline = time.monotonic() + timeout
+        while self.scheduler.active and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return self.scheduler.active == 0
+
     @staticmethod
     def final(pending):
         _, done, events = pending
@@ -112,14 +119,32 @@ def test_speculation_gives_the_same_greedy_output(make_client, monkeypatch):
     assert stats.forward_passes < stats.generated_tokens
 
 
+def test_a_request_whose_prefill_runs_is_active(make_client):
+    client = make_client()
+    entered, release = threading.Event(), threading.Event()
+    join = client.scheduler._join
+
+    def slow_join(reqs):
+        entered.set()
+        assert release.wait(30)
+        join(reqs)
+
+    client.scheduler._join = slow_join
+    pending = client.submit("Tell me a joke.", None, max_tokens=2)
+    try:
+        assert entered.wait(30)
+        assert client.scheduler.active == 1  # neither waiting nor in the batch yet, but not done
+    finally:
+        release.set()
+    client.final(pending)
+    assert client.idle()
+
+
 def test_cancel_frees_the_row(make_client):
     client = make_client()
     seq, done, events = client.submit("Tell me a long story.", None, max_tokens=200)
     while not events:
         time.sleep(0.05)
     client.scheduler.cancel(seq)
-    deadline = time.monotonic() + 10
-    while client.scheduler.active and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert client.scheduler.active == 0 and not done.is_set() and client.scheduler.stats.cancelled == 1
+    assert client.idle() and not done.is_set() and client.scheduler.stats.cancelled == 1
     assert client.run([REQUESTS[2]])[0][1] in ("eos", "length")
