@@ -274,7 +274,13 @@ class Scheduler:
                 rows.append(row)
         if not rows:
             return
-        cache, mask = self._forward(rows, None, None)
+        try:
+            cache, mask = self._forward(rows, None, None)
+        except Exception as exc:  # a failed prefill fails the joining rows, not the batch
+            logger.exception("prefill failed")
+            for row in rows:
+                self._fail(row, f"generation failed: {exc}")
+            return
         if self._cache is None:
             self._rows, self._cache, self._mask = rows, cache, mask
         else:

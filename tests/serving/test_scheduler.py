@@ -140,6 +140,26 @@ def test_a_request_whose_prefill_runs_is_active(make_client):
     assert client.idle()
 
 
+def test_a_failed_prefill_fails_the_joining_request_and_the_batch_goes_on(make_client):
+    client = make_client()
+    running = client.submit("Tell me a long story.", None, max_tokens=40)
+    while not running[2]:
+        time.sleep(0.05)
+    forward = client.scheduler._forward
+
+    def failing_prefill(rows, cache, mask):
+        if cache is None:
+            raise RuntimeError("out of memory")
+        return forward(rows, cache, mask)
+
+    client.scheduler._forward = failing_prefill
+    _, done, events = client.submit("Tell me a joke.", None)
+    assert done.wait(60)
+    assert events[-1].error == "generation failed: out of memory"
+    assert client.final(running)[1] == "length"
+    assert client.scheduler.stats.failed == 1 and client.idle()
+
+
 def test_cancel_frees_the_row(make_client):
     client = make_client()
     seq, done, events = client.submit("Tell me a long story.", None, max_tokens=200)
