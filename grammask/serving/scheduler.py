@@ -223,13 +223,12 @@ class Scheduler:
                 try:
                     self._leave()
                     if joining:
-                        try:
-                            self._join(joining)
-                        finally:
-                            self._joining = 0
+                        self._join(joining)
+                        self._joining = 0
                     if self._rows:
                         self._step()
                 except Exception as exc:  # a failed pass fails its rows, never the loop
+                    self._joining = 0
                     logger.exception("decode step failed")
                     for row in self._rows:
                         self._fail(row, f"generation failed: {exc}")
