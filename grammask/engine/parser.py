@@ -335,7 +335,8 @@ class Parser:
 
     def predicted(self, nonterminal: int) -> frozenset[Item]:
         """Items (production, dot, None) predicted from `nonterminal`, dots moved over nullable
-        symbols: whole, so that a closure takes them in with one set union."""
+        symbols, and not complete (see `_make_set`): whole, so that a closure takes them in with
+        one set union."""
         found = self._predicted.get(nonterminal)
         if found is not None:
             return found
@@ -345,10 +346,8 @@ class Parser:
         while stack:
             for p in self.by_lhs[stack.pop()]:
                 body = self.rhs[p]
-                for dot in range(len(body) + 1):
+                for dot in range(len(body)):
                     items.add((p, dot, None))
-                    if dot == len(body):
-                        break
                     s = body[dot]
                     if s < 0:
                         break
@@ -398,23 +397,34 @@ class Parser:
 
     def _make_set(self, kernel: Iterable[Item], known: dict[int, EarleySet], tainted: bool = False) -> EarleySet:
         """The closure of `kernel` (prediction and completion), hash-consed. `known` gives the
-        sets the kernel's origins number (it grows by those the completions reach)."""
+        sets the kernel's origins number (it grows by those the completions reach).
+
+        The set keeps only the items still waiting for a symbol (and the start symbol's, when
+        complete): a completed item has done all it will do during the closure, and what a set
+        can still do depends on its waiting items alone. The sets after the second and third
+        members of a list then are one set, though each completed a different value."""
         rhs, lhs_of, nullable = self.rhs, self.lhs, self.nullable
         items: set[Item] = set()
+        done: set[Item] = set()
         stack = list(kernel)
         while stack:
             item = stack.pop()
-            if item in items:
-                continue
-            items.add(item)
             p, dot, o = item
             body = rhs[p]
             if dot == len(body):
+                if item in done:
+                    continue
+                done.add(item)
+                if not p:  # the start symbol complete: the one completed item a set keeps
+                    items.add(item)
                 if o is not None:  # completions with origin "here" are ε: handled by `nullable`
                     origin = known[o]
                     tainted = tainted or origin.tainted
                     self._advance(origin, lhs_of[p], known, stack)
                 continue
+            if item in items:
+                continue
+            items.add(item)
             s = body[dot]
             if s >= 0:
                 items |= self.predicted(s)

@@ -61,6 +61,16 @@ def test_accepts(grammar, good, bad):
         assert not accepts(parser, text), text
 
 
+def test_sets_that_differ_only_in_completed_items_are_one():
+    """What an Earley set can still do depends on its waiting items alone: the parse after the
+    second, third or a nested member of a list is one config, though each completed another item
+    (its masks and successors are then computed once for all of them)."""
+    parser = parser_for(nested_lists())
+    after = [parser.step_bytes(parser.initial, text.encode()) for text in ("[1,22,", "[1,22,3,", "[1,[2,[]],")]
+    assert after[0] is not None
+    assert after[0] is after[1] is after[2]
+
+
 def test_prefixes_of_sentences_are_prefixes():
     parser = parser_for(nested_lists())
     sentence = "[1,[22,[3]],[]]"
