@@ -784,10 +784,13 @@ class Builder:
 
         def make() -> g.Expr:
             rest_lo, rest_hi = max(lo - n, 0), hi - n
-            if rest_hi > n:
-                rest = self._chunks(rest_lo, rest_hi)
-            else:
-                rest = g.lex(rx.concat(rx.repeat(_ANY_CHAR_JSON, rest_lo, rest_hi), _QUOTE))
+            if rest_hi <= n:
+                # The last block and the rest would merge into one lexeme anyway (adjacent and
+                # alternative lexemes do): written as the one repeat it is, the compiler chains
+                # it from the character's table, where the alternative of two repeats went
+                # through subset construction (100 ms and more for the JSON string character).
+                return g.lex(rx.concat(rx.repeat(_ANY_CHAR_JSON, lo, hi), _QUOTE))
+            rest = self._chunks(rest_lo, rest_hi)
             full = g.seq(g.lex(rx.repeat(_ANY_CHAR_JSON, n, n)), rest)
             if lo >= n:
                 return full
@@ -807,14 +810,20 @@ class Builder:
         return g.seq(*(self._block(k) for k in reversed(range(n.bit_length())) if n >> k & 1))
 
     def _up_to(self, n: int) -> g.Expr:
-        """0..n characters, as binary blocks."""
-        if n <= LEXEME_REPEAT_MAX:
+        """0..n characters, as binary blocks (below two blocks of `LEXEME_REPEAT_MAX`, one lexeme:
+        its blocks would merge into one anyway, as `(c{64})? c{0,63}`, which the compiler cannot
+        join and builds by subset construction, where `c{0,127}` is chained from `c`'s table)."""
+        if n < 2 * LEXEME_REPEAT_MAX:
             return g.lex(rx.repeat(_ANY_CHAR_JSON, 0, n))
         k = n.bit_length() - 1
-        full = self.rule(
-            ("upto", 2**k - 1),
-            lambda: g.seq(g.opt(self._block(k - 1)), self._up_to(2 ** (k - 1) - 1)),
-            f"<up to {2**k - 1} string characters>",
+        full = (
+            self._up_to(2**k - 1)
+            if 2**k - 1 < 2 * LEXEME_REPEAT_MAX
+            else self.rule(
+                ("upto", 2**k - 1),
+                lambda: g.seq(g.opt(self._block(k - 1)), self._up_to(2 ** (k - 1) - 1)),
+                f"<up to {2**k - 1} string characters>",
+            )
         )
         name = f"<up to {n} string characters>"
         if n == 2 ** (k + 1) - 1:

@@ -40,6 +40,13 @@ CASES = [
     ({"type": "string", "minLength": 2, "maxLength": 3}, ["a", "ab", "abc", "abcd", "é😀", "\n\t", "\u0000x"]),
     ({"type": "string", "maxLength": 300}, ["x" * 300, "x" * 301, "é" * 299, ""]),
     ({"type": "string", "minLength": 100, "maxLength": 130}, ["y" * 99, "y" * 100, "y" * 130, "y" * 131]),
+    # The last block of a long string and what follows it are one repeat: under, at and over the bound
+    ({"type": "string", "maxLength": 116}, ["", "x" * 63, "x" * 64, "é" * 116, "x" * 117, "\n" * 116, "\n" * 117]),
+    ({"type": "string", "minLength": 70, "maxLength": 128}, ["y" * 69, "y" * 70, "y" * 128, "y" * 129]),
+    ({"type": "string", "minLength": 3, "maxLength": 129}, ["ab", "abc", "y" * 129, "y" * 130]),
+    # Above 4,096 characters, binary blocks: the last ones one lexeme
+    ({"type": "string", "maxLength": 4200}, ["", "y" * 127, "y" * 128, "é" * 4200, "y" * 4201]),
+    ({"type": "string", "minLength": 4100, "maxLength": 4227}, ["y" * 4099, "y" * 4100, "y" * 4227, "y" * 4228]),
     ({"type": "string", "pattern": "^[a-z]+[0-9]?$"}, ["abc", "abc1", "abc12", "", "ABC"]),
     ({"type": "string", "pattern": "b+"}, ["abbc", "ac", "b"]),
     ({"type": "string", "pattern": "^[A-Z][a-z]*$", "maxLength": 4}, ["Abcd", "Abcde", "A", "ab"]),
