@@ -810,9 +810,10 @@ class Builder:
         return g.seq(*(self._block(k) for k in reversed(range(n.bit_length())) if n >> k & 1))
 
     def _up_to(self, n: int) -> g.Expr:
-        """0..n characters, as binary blocks (below two blocks of `LEXEME_REPEAT_MAX`, one lexeme:
-        its blocks would merge into one anyway, as `(c{64})? c{0,63}`, which the compiler cannot
-        join and builds by subset construction, where `c{0,127}` is chained from `c`'s table)."""
+        """0..n characters, as binary blocks; below two blocks of `LEXEME_REPEAT_MAX`, one lexeme.
+        Blocks that small merge into lexemes such as `(c{64})? c{0,63}`, which the compiler cannot
+        join and builds by subset construction (75 ms for the JSON string character), where
+        `c{0,127}` is chained from `c`'s table."""
         if n < 2 * LEXEME_REPEAT_MAX:
             return g.lex(rx.repeat(_ANY_CHAR_JSON, 0, n))
         k = n.bit_length() - 1
