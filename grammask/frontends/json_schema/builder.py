@@ -778,8 +778,9 @@ class Builder:
 
     def _chunks(self, lo: int, hi: int) -> g.Expr:
         """lo..hi characters (hi above `LEXEME_REPEAT_MAX`) and the closing quote, as blocks of
-        exactly that many characters and one shorter lexeme with the quote. A text splits into these
-        lexemes one way only, so inside the string a lexeme ends only where a block is full."""
+        exactly that many characters and a last lexeme of at most two blocks' worth with the quote.
+        A text splits into these lexemes one way only, so inside the string a lexeme ends only
+        where a block is full."""
         n = LEXEME_REPEAT_MAX
 
         def make() -> g.Expr:
@@ -817,15 +818,7 @@ class Builder:
         if n < 2 * LEXEME_REPEAT_MAX:
             return g.lex(rx.repeat(_ANY_CHAR_JSON, 0, n))
         k = n.bit_length() - 1
-        full = (
-            self._up_to(2**k - 1)
-            if 2**k - 1 < 2 * LEXEME_REPEAT_MAX
-            else self.rule(
-                ("upto", 2**k - 1),
-                lambda: g.seq(g.opt(self._block(k - 1)), self._up_to(2 ** (k - 1) - 1)),
-                f"<up to {2**k - 1} string characters>",
-            )
-        )
+        full = self._up_to(2**k - 1)  # one lexeme, or the rule of the case `n == 2 ** (k + 1) - 1` below
         name = f"<up to {n} string characters>"
         if n == 2 ** (k + 1) - 1:
             return self.rule(("upto", n), lambda: g.seq(g.opt(self._block(k)), full), name)
