@@ -231,9 +231,10 @@ def _literal_text(node: RegexNode) -> str | None:
 
 def words(texts: Iterable[str]) -> RegexNode:
     """Exactly the strings `texts`, as a trie: each shared prefix once, so that the automaton of a
-    large set of words is built in time linear in their total length. Built without recursion."""
+    large set of words is built in time linear in their total length. Built without recursion, in
+    sorted order: the same words (from a set, in any order) make the same tree in every process."""
     trie: dict[str, dict] = {}
-    for text in texts:
+    for text in sorted(texts):
         node = trie
         for ch in text:
             node = node.setdefault(ch, {})

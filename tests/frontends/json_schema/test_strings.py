@@ -2,7 +2,10 @@
 as an `rx.Difference` for infinite ones; checked by `re` and through the compiled JSON literal."""
 
 import json
+import os
 import re
+import subprocess
+import sys
 
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -44,3 +47,24 @@ def test_infinite_strings_less_words_are_a_difference() -> None:
 
 def test_finite_strings_less_all_of_them_is_nothing() -> None:
     assert strings.subtract_words(rx.words(["a", "b"]), {"a", "b"}) == rx.NOTHING
+
+
+def test_the_same_names_make_the_same_keys_in_every_process():
+    # Declared names come as a set, whose order depends on the process's hash seed; the grammar
+    # (and so `Grammar.canonical`, and the automaton's states) must not.
+    code = (
+        "from grammask.frontends.json_schema import strings; from grammask.ir import regex as rx; "
+        "print(repr(strings.subtract_words(rx.star(rx.ANY_CHAR), "
+        "{'alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta', 'eta', 'theta'})))"
+    )
+    made = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in range(4)
+    }
+    assert len(made) == 1
