@@ -203,6 +203,8 @@ class Builder:
         self.rules: dict[str, g.Expr] = {}
         self.warnings: list[str] = []
         self._named: dict[object, str] = {}
+        #: per rule name, the number of the last `name (n)` given out (see `rule`)
+        self._suffixes: dict[str, int] = {}
         self._branches = 0
         self._negations = 0
         self._objects = itertools.count()
@@ -222,10 +224,15 @@ class Builder:
         string's blocks), which errors skip for the rules that use it."""
         if key not in self._named:
             check_deadline("building the schema's rules")
-            unique, n = name, 1
+            # The first free of `name`, `name (2)`, `name (3)` ...: rules are never dropped, so the
+            # search goes on from where the last one for `name` stopped (a family of a thousand
+            # rules at one place in the schema made a million tries from the start).
+            n = self._suffixes.get(name, 1)
+            unique = name if n == 1 else f"{name} ({n})"
             while unique in self.rules or unique == "root":
                 n += 1
                 unique = f"{name} ({n})"
+            self._suffixes[name] = n
             name = unique
             self._named[key] = name
             self.rules[name] = g.FAIL
