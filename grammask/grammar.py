@@ -30,8 +30,11 @@ class Grammar(ir.Grammar):
     @classmethod
     def _adopt(cls, grammar: ir.Grammar, *source: object) -> Grammar:
         """`grammar` as this class, noting the constructor's arguments (`ir.Grammar.made_from`)
-        where they pickle."""
-        adopted = cls(grammar.rules, grammar.start, grammar.warnings)
+        where they pickle. Its fields are taken over as they are: the front-end's grammar was
+        checked when it was made, and checking every rule's references again cost a large schema
+        a walk over all its rules."""
+        adopted = cls.__new__(cls)
+        adopted.__dict__.update(vars(grammar))
         if source:
             try:
                 adopted.made_from(pickle.dumps(source, protocol=pickle.HIGHEST_PROTOCOL))
