@@ -68,10 +68,11 @@ def compile_regex(node: rx.RegexNode, *, limits: Limits = DEFAULT_LIMITS) -> Byt
     for a difference, close to minimal otherwise (see `_char_dfa` and the shortcuts).
 
     Raises `GrammarError` when the tree (bounded repeats expanded) is over `limits.max_regex_size`,
-    or the automaton needs more than `limits.max_dfa_states` states. Results are cached by node
-    (least recently used out first, within 128 MiB of tables).
+    or the automaton needs more than `limits.max_dfa_states` states. Results are cached by the
+    tree's number (`rx.ident`: the trees themselves would stay alive for every full garbage
+    collection to scan), least recently used out first, within 128 MiB of tables.
     """
-    key = (node, limits)
+    key = (rx.ident(node), limits.max_regex_size, limits.max_dfa_states)
     found = _cache.get(key)
     if found is None:
         found = _compile(node, limits)

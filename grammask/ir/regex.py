@@ -6,6 +6,7 @@ Nodes are value objects: equal trees hash equal, which lets the compiler share a
 The constructor functions (`literal`, `concat`, `alt`, `repeat`, ...) simplify as they build;
 use them rather than the classes. Each node caches its hash, `size` and nullability when it is
 made (from its children's), so no query walks a tree: trees may be as deep as their input.
+`ident` numbers a tree, for caches that should not keep the tree itself alive.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import count
 
 from grammask.ir.hashing import cached_hash
 
@@ -31,6 +33,7 @@ __all__ = [
     "char_class",
     "concat",
     "difference",
+    "ident",
     "is_nullable",
     "literal",
     "optional",
@@ -55,6 +58,7 @@ class CharClass:
 
     ranges: tuple[tuple[int, int], ...]
     _hash: int = field(init=False, repr=False, compare=False)
+    _id: int = field(init=False, repr=False, compare=False)  # set by `ident`, when asked
     size: int = field(init=False, repr=False, compare=False, default=1)
     nullable: bool = field(init=False, repr=False, compare=False, default=False)
 
@@ -66,6 +70,7 @@ class Concat:
 
     items: tuple[RegexNode, ...]
     _hash: int = field(init=False, repr=False, compare=False)
+    _id: int = field(init=False, repr=False, compare=False)  # set by `ident`, when asked
     size: int = field(init=False, repr=False, compare=False)
     nullable: bool = field(init=False, repr=False, compare=False)
 
@@ -81,6 +86,7 @@ class Alt:
 
     items: tuple[RegexNode, ...]
     _hash: int = field(init=False, repr=False, compare=False)
+    _id: int = field(init=False, repr=False, compare=False)  # set by `ident`, when asked
     size: int = field(init=False, repr=False, compare=False)
     nullable: bool = field(init=False, repr=False, compare=False)
 
@@ -98,6 +104,7 @@ class Repeat:
     min: int
     max: int | None
     _hash: int = field(init=False, repr=False, compare=False)
+    _id: int = field(init=False, repr=False, compare=False)  # set by `ident`, when asked
     size: int = field(init=False, repr=False, compare=False)
     nullable: bool = field(init=False, repr=False, compare=False)
 
@@ -116,6 +123,7 @@ class Difference:
     left: RegexNode
     right: RegexNode
     _hash: int = field(init=False, repr=False, compare=False)
+    _id: int = field(init=False, repr=False, compare=False)  # set by `ident`, when asked
     size: int = field(init=False, repr=False, compare=False)
     nullable: bool = field(init=False, repr=False, compare=False)
 
@@ -302,3 +310,62 @@ def is_nullable(node: RegexNode) -> bool:
 def size(node: RegexNode) -> int:
     """A rough measure of how large an automaton the node may need (bounded repeats expanded)."""
     return node.size
+
+
+#: Structure → number, for `ident`: (tag, parameters, children's numbers) → the node's number.
+#: Keys are tuples of integers, which the garbage collector stops tracking.
+_IDS: dict[tuple, int] = {}
+#: Numbers are never given twice, so that after `_IDS` is cleared a number still names one tree.
+_NEXT_ID = count(1)
+#: Structures `_IDS` holds before it starts again empty (about 120 bytes each).
+_MAX_IDS = 1 << 17
+
+
+def ident(node: RegexNode) -> int:
+    """A number for the tree: two trees with the same number are equal.
+
+    Equal trees get the same number as long as `_IDS` was not cleared between (it starts again
+    empty past `_MAX_IDS` structures), so a cache keyed by it may miss but never answers wrongly.
+    A key for process-wide caches (`grammask.automata.compile`): a number is nothing for the
+    garbage collector to scan, where a tree kept as a key is one object per node, which every
+    full collection of a long-running process scans. Each node's number is kept on it, so a
+    tree is numbered once, bottom up, without recursion. Numbers belong to the process: a
+    tree's number means nothing in another one.
+    """
+    known = getattr(node, "_id", 0)
+    if known:
+        return known
+    stack: list[tuple[RegexNode, bool]] = [(node, False)]  # (node, its children are numbered)
+    while stack:
+        item, ready = stack.pop()
+        if not ready:
+            if not getattr(item, "_id", 0):  # not reached before, through another parent
+                stack.append((item, True))
+                stack += [(child, False) for child in _children(item) if not getattr(child, "_id", 0)]
+            continue
+        if isinstance(item, CharClass):
+            key: tuple = (0, item.ranges)
+        elif isinstance(item, Repeat):
+            key = (1, item.min, -1 if item.max is None else item.max, item.item._id)
+        else:
+            key = (
+                2 if isinstance(item, Concat) else 3 if isinstance(item, Alt) else 4,
+                *(c._id for c in _children(item)),
+            )
+        found = _IDS.get(key)
+        if found is None:
+            if len(_IDS) >= _MAX_IDS:
+                _IDS.clear()
+            found = _IDS.setdefault(key, next(_NEXT_ID))
+        object.__setattr__(item, "_id", found)
+    return node._id
+
+
+def _children(node: RegexNode) -> tuple[RegexNode, ...]:
+    if isinstance(node, Concat | Alt):
+        return node.items
+    if isinstance(node, Repeat):
+        return (node.item,)
+    if isinstance(node, Difference):
+        return (node.left, node.right)
+    return ()
