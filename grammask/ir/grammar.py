@@ -103,10 +103,20 @@ EMPTY_SEQ = Seq(())
 FAIL = Alt(())
 
 
+def _is_fail(expr: Expr) -> bool:
+    """`expr == FAIL`, by type first: equality is a Python call (see `rx.is_nothing`)."""
+    return isinstance(expr, Alt) and not expr.items
+
+
+def _is_empty_seq(expr: Expr) -> bool:
+    """`expr == EMPTY_SEQ`, by type first."""
+    return isinstance(expr, Seq) and not expr.items
+
+
 def lex(node: rx.RegexNode) -> Expr:
-    if node == rx.NOTHING:
+    if rx.is_nothing(node):
         return FAIL
-    return EMPTY_SEQ if node == rx.EMPTY else Lex(node)
+    return EMPTY_SEQ if rx.is_empty(node) else Lex(node)
 
 
 def literal(text: str) -> Expr:
@@ -132,7 +142,7 @@ def seq(*items: Expr) -> Expr:
             run.clear()
 
     for item in items:
-        if item == FAIL:
+        if _is_fail(item):
             return FAIL
         for sub in item.items if isinstance(item, Seq) else (item,):
             if isinstance(sub, Lex):
@@ -151,7 +161,7 @@ def alt(*items: Expr) -> Expr:
         for sub in item.items if isinstance(item, Alt) else (item,):
             unique[sub] = None
     flat = list(unique)
-    if flat and all(isinstance(x, Lex) or x == EMPTY_SEQ for x in flat):
+    if flat and all(isinstance(x, Lex) or _is_empty_seq(x) for x in flat):
         return lex(rx.alt(*(x.regex if isinstance(x, Lex) else rx.EMPTY for x in flat)))
     return flat[0] if len(flat) == 1 else Alt(tuple(flat))
 
@@ -159,7 +169,7 @@ def alt(*items: Expr) -> Expr:
 def rep(item: Expr, min: int, max: int | None) -> Expr:
     if max is not None and max < min:
         return FAIL
-    if max == 0 or item == EMPTY_SEQ:
+    if max == 0 or _is_empty_seq(item):
         return EMPTY_SEQ
     if min == max == 1:
         return item

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from grammask.errors import GrammarError
 from grammask.ir import regex as rx
@@ -54,7 +55,7 @@ class Whitespace:
         raise GrammarError(f"whitespace must be 'flexible', 'compact', an indent >= 0 or a Whitespace, not {spec!r}")
 
     def _gap(self) -> rx.RegexNode:
-        return rx.repeat(_WS, 0, self.max_run)
+        return _gap(self.max_run)
 
     def _newline(self, depth: int) -> rx.RegexNode:
         return rx.literal("\n" + " " * (self.indent * depth)) if self.indent is not None else self._gap()
@@ -80,3 +81,9 @@ class Whitespace:
         if self.indent is not None:
             return rx.literal(": ")
         return rx.concat(self._gap(), rx.literal(":"), self._gap())
+
+
+@lru_cache(maxsize=16)
+def _gap(max_run: int) -> rx.RegexNode:
+    """Whitespace between two tokens: asked for around every token of a schema's grammar."""
+    return rx.repeat(_WS, 0, max_run)
