@@ -103,13 +103,8 @@ EMPTY_SEQ = Seq(())
 FAIL = Alt(())
 
 
-def _is_fail(expr: Expr) -> bool:
-    """`expr == FAIL`, by type first: equality is a Python call (see `rx.is_nothing`)."""
-    return isinstance(expr, Alt) and not expr.items
-
-
 def _is_empty_seq(expr: Expr) -> bool:
-    """`expr == EMPTY_SEQ`, by type first."""
+    """`expr == EMPTY_SEQ`, by type first: equality is a Python call (see `rx.is_nothing`)."""
     return isinstance(expr, Seq) and not expr.items
 
 
@@ -134,24 +129,26 @@ def ref(name: str) -> Expr:
 def seq(*items: Expr) -> Expr:
     """Sequence; nested sequences flatten and adjacent lexemes merge into one lexeme."""
     flat: list[Expr] = []
-    run: list[rx.RegexNode] = []  # lexemes waiting to merge, concatenated once (linear time)
-
-    def close_run() -> None:
-        if run:
-            flat.append(Lex(rx.concat(*run)) if len(run) > 1 else Lex(run[0]))
-            run.clear()
-
+    run: list[Lex] = []  # lexemes waiting to merge, concatenated once (linear time)
     for item in items:
-        if _is_fail(item):
+        if isinstance(item, Alt) and not item.items:  # FAIL, by type first (see `rx.is_nothing`)
             return FAIL
         for sub in item.items if isinstance(item, Seq) else (item,):
             if isinstance(sub, Lex):
-                run.append(sub.regex)
+                run.append(sub)
             else:
-                close_run()
+                if run:
+                    flat.append(_merged(run))
+                    run = []
                 flat.append(sub)
-    close_run()
+    if run:
+        flat.append(_merged(run))
     return flat[0] if len(flat) == 1 else Seq(tuple(flat))
+
+
+def _merged(run: list[Lex]) -> Lex:
+    """One lexeme for adjacent ones (a lone one as it is)."""
+    return run[0] if len(run) == 1 else Lex(rx.concat(*(x.regex for x in run)))
 
 
 def alt(*items: Expr) -> Expr:
