@@ -93,13 +93,15 @@ class _RegularBodies:
             item = yield self.as_regex(expr.item)
             node = None if item is None else rx.repeat(item, expr.min, expr.max)
         else:
-            parts = []
-            for i in expr.items:
-                parts.append((yield self.as_regex(i)))
-            if any(p is None for p in parts):
+            parts: list[rx.RegexNode | None] = []
+            for i in expr.items:  # leaves here, not through a sub-walk (a generator's round trip)
+                leaf = isinstance(i, Lex | Token)
+                parts.append((i.regex if isinstance(i, Lex) else None) if leaf else (yield self.as_regex(i)))
+            nodes = [p for p in parts if p is not None]
+            if len(nodes) < len(parts):
                 node = None
             else:
-                node = rx.concat(*parts) if isinstance(expr, Seq) else rx.alt(*parts)
+                node = rx.concat(*nodes) if isinstance(expr, Seq) else rx.alt(*nodes)
         self.converted[id(expr)] = node
         return node
 
@@ -121,21 +123,34 @@ def _inline(expr: Expr, regular: dict[str, rx.RegexNode], memo: dict[int, Expr])
     """`expr` with references to `regular` rules replaced by their lexemes; `memo` (by object)
     makes each shared subexpression cost once."""
     if isinstance(expr, Ref):
-        node = regular.get(expr.name)
-        return expr if node is None else lex(node)
-    if not isinstance(expr, (Seq, Alt, Rep)) or (not isinstance(expr, Rep) and not expr.items):
+        return _inline_ref(expr, regular)
+    if _is_leaf(expr):
         return expr
     if id(expr) in memo:
         return memo[id(expr)]
     if isinstance(expr, Rep):
         out = rep((yield _inline(expr.item, regular, memo)), expr.min, expr.max)
     else:
+        assert isinstance(expr, Seq | Alt)  # (`_is_leaf` said so)
         items = []
-        for i in expr.items:
-            items.append((yield _inline(i, regular, memo)))
+        for i in expr.items:  # leaves here, not through a sub-walk (a generator's round trip)
+            if isinstance(i, Ref):
+                items.append(_inline_ref(i, regular))
+            else:
+                items.append(i if _is_leaf(i) else (yield _inline(i, regular, memo)))
         out = seq(*items) if isinstance(expr, Seq) else alt(*items)
     memo[id(expr)] = out
     return out
+
+
+def _inline_ref(expr: Ref, regular: dict[str, rx.RegexNode]) -> Expr:
+    node = regular.get(expr.name)
+    return expr if node is None else lex(node)
+
+
+def _is_leaf(expr: Expr) -> bool:
+    """Nothing inside to inline: a lexeme, a token, an empty sequence or choice."""
+    return not isinstance(expr, (Seq, Alt, Rep)) or (not isinstance(expr, Rep) and not expr.items)
 
 
 class _Builder:
@@ -178,16 +193,23 @@ class _Builder:
         for alternative in alternatives:
             symbols = []
             for item in alternative.items if isinstance(alternative, Seq) else (alternative,):
-                symbols.append((yield self.symbol(item)))
+                # a leaf here, not through a sub-walk (a generator's round trip)
+                leaf = self.leaf_symbol(item)
+                symbols.append(leaf if leaf is not None else (yield self.symbol(item)))
             self.productions.append((lhs, tuple(symbols)))
 
-    def symbol(self, expr: Expr) -> Walk[int]:
+    def leaf_symbol(self, expr: Expr) -> int | None:
+        """The symbol of a rule, a token, a non-empty lexeme or a helper made before; else None."""
         if isinstance(expr, Ref):
             return self.nonterminal(expr.name)
         if isinstance(expr, Token) or (isinstance(expr, Lex) and not rx.is_nullable(expr.regex)):
             return self.terminal(expr)
-        if expr in self.helpers:
-            return self.helpers[expr]
+        return self.helpers.get(expr)
+
+    def symbol(self, expr: Expr) -> Walk[int]:
+        leaf = self.leaf_symbol(expr)
+        if leaf is not None:
+            return leaf
         n = self.helpers[expr] = self.nonterminal(f"<helper {len(self.helpers)}>", helper=True)
         if isinstance(expr, Lex):
             # Lexemes never match the empty string in the parser: `L` becomes `ε | L`.
