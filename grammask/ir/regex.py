@@ -356,30 +356,41 @@ def ident(node: RegexNode) -> int:
     known = getattr(node, "_id", 0)
     if known:
         return known
-    stack: list[tuple[RegexNode, bool]] = [(node, False)]  # (node, its children are numbered)
+    if isinstance(node, CharClass):
+        return _number(node, (0, node.ranges))
+    stack: list[RegexNode] = [node]  # inner nodes, each numbered once its children are
     while stack:
-        item, ready = stack.pop()
-        if not ready:
-            if not getattr(item, "_id", 0):  # not reached before, through another parent
-                stack.append((item, True))
-                stack += [(child, False) for child in _children(item) if not getattr(child, "_id", 0)]
+        item = stack[-1]
+        waiting = False
+        for child in _children(item):
+            if not getattr(child, "_id", 0):
+                if isinstance(child, CharClass):  # a leaf: at once, not through the stack
+                    _number(child, (0, child.ranges))
+                else:
+                    stack.append(child)
+                    waiting = True
+        if waiting:
             continue
-        if isinstance(item, CharClass):
-            key: tuple = (0, item.ranges)
-        elif isinstance(item, Repeat):
-            key = (1, item.min, -1 if item.max is None else item.max, item.item._id)
+        stack.pop()
+        if getattr(item, "_id", 0):  # numbered meanwhile, as the child of another node
+            continue
+        if isinstance(item, Repeat):
+            _number(item, (1, item.min, -1 if item.max is None else item.max, item.item._id))
         else:
-            key = (
-                2 if isinstance(item, Concat) else 3 if isinstance(item, Alt) else 4,
-                *(c._id for c in _children(item)),
-            )
-        found = _IDS.get(key)
-        if found is None:
-            if len(_IDS) >= _MAX_IDS:
-                _IDS.clear()
-            found = _IDS.setdefault(key, next(_NEXT_ID))
-        object.__setattr__(item, "_id", found)
+            tag = 2 if isinstance(item, Concat) else 3 if isinstance(item, Alt) else 4
+            _number(item, (tag, *(c._id for c in _children(item))))
     return node._id
+
+
+def _number(node: RegexNode, key: tuple) -> int:
+    """Give `node` the number of its structure `key`, a new one if the structure is new."""
+    found = _IDS.get(key)
+    if found is None:
+        if len(_IDS) >= _MAX_IDS:
+            _IDS.clear()
+        found = _IDS.setdefault(key, next(_NEXT_ID))
+    object.__setattr__(node, "_id", found)
+    return found
 
 
 def _children(node: RegexNode) -> tuple[RegexNode, ...]:

@@ -189,8 +189,12 @@ UNENFORCEABLE_FORMATS = frozenset({"idn-email", "idn-hostname", "regex", "uri-te
 FORMATS = frozenset(_BUILDERS)
 
 
-@cache
 def format_regex(name: str) -> rx.RegexNode | None:
     """The regex of a known format, None for any other (an annotation)."""
-    build = _BUILDERS.get(name)
-    return build() if build else None
+    return _built(name) if name in _BUILDERS else None
+
+
+@cache
+def _built(name: str) -> rx.RegexNode:
+    """Each format's regex, built once (only known names: any string may name a format)."""
+    return _BUILDERS[name]()
