@@ -6,7 +6,7 @@ built *in front of* a continuation state, so a node that occurs twice with the s
 (the branches of a choice that all end in the same string-character loop, say) is built once.
 Front-ends produce such trees all the time, and sharing keeps the subset automaton close to the
 minimal one instead of distinguishing identical copies. Nodes are compared structurally through
-canonical ids, computed once per node object (no deep hashing or comparing of subtrees). The
+their numbers (`rx.ident`), given once per node object (no deep hashing or comparing of subtrees). The
 numbering puts nearly every epsilon edge from a higher state to a lower one (only a loop's hub
 points into its body), which `determinise` uses to compute closures in one ascending pass.
 
@@ -72,57 +72,14 @@ class NFABuilder:
         self.root = root
         self.rejected = rejected
         self._differences = differences
-        # id(node) → canonical id, for every node object of the tree (kept alive by the root,
-        # or by `made` for nodes made while building).
-        self.cid: dict[int, int] = {}
-        self.keys: dict[tuple, int] = {}
-        self.made: list[rx.RegexNode] = []
         #: whether `build` laid a difference's DFA in (its states need not reach the end)
         self.has_differences = False
-        self._canon(root)
-        if rejected is not None:
-            self._canon(rejected)
-
-    def _canon(self, root: rx.RegexNode) -> int:
-        """Canonical id (equal trees, equal ids) of `root`, and of all its nodes.
-
-        Post-order on an explicit stack: trees may be as deep as their input.
-        """
-        cid, keys = self.cid, self.keys
-        stack: list[tuple[rx.RegexNode, bool]] = [(root, False)]
-        while stack:
-            node, children_done = stack.pop()
-            if id(node) in cid:
-                continue
-            if isinstance(node, rx.CharClass):
-                key: tuple = (node.ranges,)
-            elif isinstance(node, rx.Difference):  # a leaf here: laid in as its own DFA
-                key = (node,)
-            elif not children_done:
-                stack.append((node, True))
-                stack.extend(
-                    (child, False)
-                    for child in (node.items if not isinstance(node, rx.Repeat) else (node.item,))
-                    if id(child) not in cid
-                )
-                continue
-            elif isinstance(node, rx.Repeat):
-                item = cid[id(node.item)]
-                key = (item, node.min, node.max)
-            else:
-                items = tuple([cid[id(i)] for i in node.items])
-                key = (isinstance(node, rx.Concat), items)
-            found = keys.get(key)
-            if found is None:
-                found = keys[key] = len(keys)
-            cid[id(node)] = found
-        return cid[id(root)]
 
     def build(self) -> CharNFA:
         # The walkers are methods, not closures over each other: recursive closures would form a
         # reference cycle holding the build's tables until the cyclic collector passed.
         self._nfa = nfa = CharNFA()
-        self._built: dict[tuple[int, int], int] = {}  # (canonical id, continuation) → entry state
+        self._built: dict[tuple[int, int], int] = {}  # (`rx.ident`, continuation) → entry state
         self._class_index: dict[tuple, int] = {}  # ranges of a class → its index in `classes`
         nfa.final = self._new_state()
         nfa.start = run(self._build(self.root, nfa.final))
@@ -144,11 +101,7 @@ class NFABuilder:
     def _build(self, node: rx.RegexNode, cont: int) -> Walk[int]:
         """Add `node`'s states in front of state `cont`; return its entry state."""
         nfa, built = self._nfa, self._built
-        c = self.cid.get(id(node))
-        if c is None:  # made while building
-            self.made.append(node)
-            c = self._canon(node)
-        key = (c, cont)
+        key = (rx.ident(node), cont)  # equal subtrees before the same continuation: built once
         found = built.get(key)
         if found is not None:
             return found
