@@ -307,17 +307,16 @@ def _refs(*exprs: Expr) -> set[str]:
     """The rule names `exprs` refer to (iterative, and each shared subexpression visited once:
     expressions may nest as deep as their input, and share subtrees at every level)."""
     out: set[str] = set()
-    seen: set[int] = set()
+    seen: set[int] = set()  # containers only: leaves (lexemes, most items) cost a test of type
     stack = list(exprs)
     while stack:
         e = stack.pop()
-        if id(e) in seen:
-            continue
-        seen.add(id(e))
         if isinstance(e, Ref):
             out.add(e.name)
-        elif isinstance(e, (Seq, Alt)):
-            stack.extend(e.items)
-        elif isinstance(e, Rep):
-            stack.append(e.item)
+        elif isinstance(e, (Seq, Alt, Rep)) and id(e) not in seen:
+            seen.add(id(e))
+            if isinstance(e, Rep):
+                stack.append(e.item)
+            else:
+                stack.extend(e.items)
     return out
