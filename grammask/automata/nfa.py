@@ -105,7 +105,7 @@ class NFABuilder:
         found = built.get(key)
         if found is not None:
             return found
-        if isinstance(node, rx.CharClass):
+        if isinstance(node, rx.CharClass):  # (a root: items take classes through `_leaf`)
             found = self._char_state(node, cont)
         elif isinstance(node, rx.Difference):
             assert self._differences is not None, "a tree with a difference needs `differences`"
@@ -113,17 +113,29 @@ class NFABuilder:
             self.has_differences = True
         elif isinstance(node, rx.Concat):
             for item in reversed(node.items):
-                cont = yield self._build(item, cont)
+                cont = self._leaf(item, cont) or (yield self._build(item, cont))
             found = cont
         elif isinstance(node, rx.Alt):
             entries = []
             for item in node.items:
-                entries.append((yield self._build(item, cont)))
+                entries.append(self._leaf(item, cont) or (yield self._build(item, cont)))
             found = self._new_state()
             nfa.eps[found] = entries
         else:
             found = yield self._build_repeat(node, cont)
         built[key] = found
+        return found
+
+    def _leaf(self, node: rx.RegexNode, cont: int) -> int | None:
+        """`_build` for a character class, at once (its entry state, never 0: state 0 is the
+        final one); None for any other node. Most items are classes, and a sub-walk each (a
+        generator's round trip) was most of the cost of building them."""
+        if not isinstance(node, rx.CharClass):
+            return None
+        key = (rx.ident(node), cont)
+        found = self._built.get(key)
+        if found is None:
+            found = self._built[key] = self._char_state(node, cont)
         return found
 
     def _char_state(self, cc: rx.CharClass, target: int) -> int:
@@ -162,19 +174,20 @@ class NFABuilder:
             # (x{0|1,b}){m,n} is x{m·min, n·b}: same counts, and no epsilon closures
             # spanning copies.
             high = None if inner.max is None or node.max is None else inner.max * node.max
-            return (yield self._build(rx.repeat(inner.item, node.min * inner.min, high), cont))
+            flat = rx.repeat(inner.item, node.min * inner.min, high)
+            return self._leaf(flat, cont) or (yield self._build(flat, cont))
         if node.max is None:
             hub = cur = self._new_state()
-            eps[hub] = [(yield self._build(inner, hub)), cont]
+            eps[hub] = [self._leaf(inner, hub) or (yield self._build(inner, hub)), cont]
         else:
             cur = cont
             for _ in range(node.max - node.min):
                 # Either stop here, or read one more copy and decide again after it.
-                entry = yield self._build(inner, cur)
+                entry = self._leaf(inner, cur) or (yield self._build(inner, cur))
                 cur = self._new_state()
                 eps[cur] = [cont, entry]
         for _ in range(node.min):
-            cur = yield self._build(inner, cur)
+            cur = self._leaf(inner, cur) or (yield self._build(inner, cur))
         return cur
 
 
