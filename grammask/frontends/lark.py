@@ -510,7 +510,7 @@ class _Lowering:
         rules = {name: self.expr(body) for name, body in self.defs.rules.items()}
         if start not in rules:
             raise GrammarError(f"the grammar has no start rule {start!r} (define `{start}: ...`)")
-        if self.skip == rx.EMPTY:
+        if rx.is_empty(self.skip):
             return g.Grammar(rules, start=start)
         top = f"{start}+%ignore"  # not a Lark name, so it cannot clash
         rules[top] = g.seq(g.ref(start), g.lex(self.skip))

@@ -1057,8 +1057,8 @@ class Builder:
                 self.unsupported("propertyNames together with patternProperties", f"{ptr}/propertyNames")
             else:
                 keys = content
-        keys = strings.subtract_words(keys, set(names)) if keys != rx.NOTHING else keys
-        if keys == rx.NOTHING:
+        keys = strings.subtract_words(keys, set(names)) if not rx.is_nothing(keys) else keys
+        if rx.is_nothing(keys):
             return None
         value_schema = value_parts[0] if len(value_parts) == 1 else {"allOf": value_parts}
         if len(patterns) > 1 or (patterns and additional is not False):

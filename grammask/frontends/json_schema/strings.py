@@ -208,7 +208,7 @@ def matches(node: rx.RegexNode, text: str) -> bool:
     pattern, not Python's `re`)."""
     for ch in text:
         node = _derivative(node, ord(ch))
-        if node == rx.NOTHING:
+        if rx.is_nothing(node):
             return False
     return rx.is_nullable(node)
 
@@ -227,7 +227,7 @@ def subtract_words(node: rx.RegexNode, words: set[str] | frozenset[str]) -> rx.R
 
 @lru_cache(maxsize=64)
 def _subtract(node: rx.RegexNode, words: frozenset[str]) -> rx.RegexNode:
-    if not words or node == rx.NOTHING:
+    if not words or rx.is_nothing(node):
         return node
     heads = sorted({w[0] for w in words if w})
     others = rx.char_class([(ord(c), ord(c)) for c in heads], negate=True)
