@@ -85,22 +85,29 @@ class LRUCache:
         hold too, each counted once however many entries hold it. Returns `value`."""
         nbytes += OBJECT_BYTES  # the key and the bookkeeping
         with self._lock:
-            if self._data.pop(key, _MISSING) is not _MISSING:
+            data = self._data
+            if key in data:  # computed again (by another thread, say): replace it
+                del data[key]
                 self._forget(key)
-            self._data[key] = value
+            data[key] = value
             self._sizes[key] = nbytes
-            self._bytes += nbytes
+            total = self._bytes + nbytes
             if shared:
-                arrays = self._shares[key] = tuple((id(array), array.nbytes) for array in shared)
-                for array_id, size in arrays:
-                    held = self._held.get(array_id, 0)
-                    self._held[array_id] = held + 1
-                    if not held:
-                        self._bytes += size
-            while self._bytes > self.budget and len(self._data) > 1:
+                held = self._held
+                arrays = []
+                for array in shared:
+                    array_id, size = id(array), array.nbytes
+                    arrays.append((array_id, size))
+                    count = held.get(array_id, 0)
+                    held[array_id] = count + 1
+                    if not count:
+                        total += size
+                self._shares[key] = tuple(arrays)
+            self._bytes = total
+            while self._bytes > self.budget and len(data) > 1:
                 # One call takes the oldest entry: an iterator over the dict would fail if a
                 # lookup (`get`, without the lock) moved an entry meanwhile.
-                oldest, _ = self._data.popitem(last=False)
+                oldest, _ = data.popitem(last=False)
                 self._forget(oldest)
                 self._evictions += 1
         return value

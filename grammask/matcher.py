@@ -103,7 +103,8 @@ class Matcher:
             raise ValueError(f"the bitmask has {width} words a row; this vocabulary needs {len(mask)}")
         if isinstance(bitmask, np.ndarray):
             bitmask[row, : len(mask)] = mask
-            bitmask[row, len(mask) :] = 0
+            if width > len(mask):
+                bitmask[row, len(mask) :] = 0
         else:
             torch = sys.modules["torch"]
             # Cached masks are read-only, which torch.from_numpy warns about: hand it a copy.
