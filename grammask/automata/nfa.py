@@ -100,14 +100,15 @@ class NFABuilder:
 
     def _build(self, node: rx.RegexNode, cont: int) -> Walk[int]:
         """Add `node`'s states in front of state `cont`; return its entry state."""
+        found = self._leaf(node, cont)  # a class at the root (items take theirs without a walk)
+        if found is not None:
+            return found
         nfa, built = self._nfa, self._built
         key = (rx.ident(node), cont)  # equal subtrees before the same continuation: built once
         found = built.get(key)
         if found is not None:
             return found
-        if isinstance(node, rx.CharClass):  # (a root: items take classes through `_leaf`)
-            found = self._char_state(node, cont)
-        elif isinstance(node, rx.Difference):
+        if isinstance(node, rx.Difference):
             assert self._differences is not None, "a tree with a difference needs `differences`"
             found = self._lay_in(self._differences(node), cont)
             self.has_differences = True
@@ -122,6 +123,7 @@ class NFABuilder:
             found = self._new_state()
             nfa.eps[found] = entries
         else:
+            assert isinstance(node, rx.Repeat), node  # a class was taken by `_leaf` above
             found = yield self._build_repeat(node, cont)
         built[key] = found
         return found
