@@ -254,7 +254,7 @@ def _moved_behind(optional: rx.RegexNode, w: rx.RegexNode) -> rx.RegexNode | Non
 
 def _optional_branch(node: rx.RegexNode) -> rx.RegexNode | None:
     """`X` where `node` is `X | ε` or `X?`, else None."""
-    if isinstance(node, rx.Alt) and len(node.items) == 2 and rx.EMPTY in node.items:
+    if isinstance(node, rx.Alt) and len(node.items) == 2 and any(map(rx.is_empty, node.items)):
         return node.items[1] if rx.is_empty(node.items[0]) else node.items[0]
     if isinstance(node, rx.Repeat) and node.min == 0 and node.max == 1:
         return node.item
