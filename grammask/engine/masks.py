@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from grammask.engine import kernels
 from grammask.engine.parser import Config, EarleySet, Parser
-from grammask.engine.tables import TokenSlice, TrieIndex, tables_for
+from grammask.engine.tables import TrieIndex, tables_for
 from grammask.ir.walk import Walk, run
 from grammask.vocab import TokenTrie, Vocabulary
 
@@ -55,12 +55,18 @@ _FEW_GOING = 64
 __all__ = ["MaskComputer", "Splits", "TokenWalk"]
 
 
-@dataclass(frozen=True)
-class Splits:
+# The results below are named tuples, and the grammar's cache keeps them as flat plain tuples:
+# Python's garbage collector stops tracking a plain tuple of arrays and numbers the first time it
+# meets one (a nested one, a level per collection of its generation), and never a named tuple or
+# a dataclass object. A full collection costs about as much per tracked object, and these were a
+# third of what a benchmark process's collections scanned.
+
+
+class Splits(NamedTuple):
     """Trie nodes where a lexeme is complete and tokens go on below, with the lexer state there
     (only the lexemes it accepts matter: what follows a split depends on nothing else)."""
 
-    index: TrieIndex  # the trie the nodes belong to (the whole vocabulary's, or a slice's rest)
+    trie: int  # the trie the nodes belong to: 0 the whole vocabulary's, i + 1 the rest of slice i
     nodes: np.ndarray
     states: np.ndarray
 
@@ -69,8 +75,17 @@ class Splits:
         return self.nodes.nbytes + self.states.nbytes
 
 
-@dataclass(frozen=True)
-class TokenWalk:
+def _flat(splits: tuple[Splits, ...]) -> tuple[int | np.ndarray, ...]:
+    """The trie, nodes and states of each of `splits` in turn, in one plain tuple."""
+    return tuple(item for s in splits for item in s)
+
+
+def _splits_of(flat: tuple[Any, ...]) -> tuple[Splits, ...]:
+    """The splits `_flat` gave `flat` of."""
+    return tuple(Splits._make(flat[i : i + 3]) for i in range(0, len(flat), 3))
+
+
+class TokenWalk(NamedTuple):
     """What one lexer state does to every text token, independent of the parser context."""
 
     alive: np.ndarray  # packed int32 mask: tokens that keep the lexer alive to their end
@@ -83,8 +98,7 @@ class TokenWalk:
         return (self.alive, *(a for s in self.splits for a in (s.nodes, s.states)))
 
 
-@dataclass(frozen=True)
-class _Unsure:
+class _Unsure(NamedTuple):
     """What a scan from an abstract set could not decide: split nodes (all tokens below) and
     single split candidates (token, offset of the split, lexer state there)."""
 
@@ -102,8 +116,7 @@ class _Unsure:
         return sum(s.nbytes for s in self.splits) + self.tokens.nbytes + self.offsets.nbytes + self.states.nbytes
 
 
-@dataclass(frozen=True)
-class _Crossing:
+class _Crossing(NamedTuple):
     """How tokens go through the next lexeme from a lexeme boundary: whether each ends inside
     it, whether every lexeme died on it, and where lexemes end before the token does (the
     token's position in the batch, the position after the lexeme, the lexer state there)."""
@@ -116,11 +129,10 @@ class _Crossing:
 
     @property
     def nbytes(self) -> int:
-        return sum(a.nbytes for a in (self.ok, self.died, self.entry, self.after, self.ended))
+        return sum(a.nbytes for a in self)
 
 
-@dataclass(frozen=True)
-class _Below:
+class _Below(NamedTuple):
     """The tokens below some split nodes that can go on at a lexer start state (with the offset
     after the split), whether every child byte could, and how their next lexeme goes."""
 
@@ -230,6 +242,9 @@ class MaskComputer:
         self.words = (vocab.size + 31) // 32
         self.tables = tables_for(vocab)
         self._index = self.tables.index
+        #: the tries walks go over, by the number `Splits.trie` gives: the whole vocabulary's,
+        #: then the rest of each JSON-string slice (`VocabTables.json_string`) in order
+        self._tries = (self._index, *(s.rest for s in self.tables.json_string))
         self._eos = np.array(vocab.eos_ids, dtype=np.int64)
         eos_only = np.zeros(self.size, dtype=bool)
         eos_only[self._eos] = True
@@ -323,7 +338,9 @@ class MaskComputer:
         key = ("abstract", abstract.number, state)
         found = self.cache.get(key)
         if found is not None:  # a mask alone when nothing is unsure, as most are (see below)
-            return (found, _SURE) if isinstance(found, np.ndarray) else found
+            if isinstance(found, np.ndarray):
+                return found, _SURE
+            return found[0], _Unsure(_splits_of(found[4:]), found[1], found[2], found[3])
         walk = self.walk(state)  # (with a split node or a token terminal: see `_scan_mask`)
         packed = walk.alive.copy()
         unsure = _merge([self._check_splits(abstract, splits, packed, shared=True) for splits in walk.splits], packed)
@@ -332,7 +349,8 @@ class MaskComputer:
         packed.flags.writeable = False
         # The array alone, not a pair with `_SURE`: an array is one object the garbage collector
         # never scans, and a pair that holds `_SURE` would be scanned by every full collection.
-        self.cache.put(key, packed if unsure is _SURE else (packed, unsure), unsure.nbytes, (packed,))
+        stored = packed if unsure is _SURE else (packed, *unsure[1:], *_flat(unsure.splits))
+        self.cache.put(key, stored, unsure.nbytes, (packed,))
         return packed, unsure
 
     def _check_splits(self, earley_set: EarleySet, splits: Splits, packed: np.ndarray, *, shared: bool) -> _Unsure:
@@ -340,7 +358,7 @@ class MaskComputer:
         `earley_set`; return what is unsure (from a concrete set without `shared`: nothing)."""
         unsure_nodes, unsure_tokens = [], []
         for state, group in self._by_accepted(splits):
-            allowed, node_doubt, tokens, offsets = self._split_group(earley_set, splits.index, state, group, shared)
+            allowed, node_doubt, tokens, offsets = self._split_group(earley_set, splits.trie, state, group, shared)
             _set_bits(packed, allowed)
             if node_doubt:
                 unsure_nodes.append((group, state))
@@ -352,7 +370,7 @@ class MaskComputer:
         if unsure_nodes:
             nodes = np.concatenate([g for g, _ in unsure_nodes])
             states = np.concatenate([np.full(len(g), s) for g, s in unsure_nodes])
-            doubted = (Splits(splits.index, nodes, states),)
+            doubted = (Splits(splits.trie, nodes, states),)
         if not unsure_tokens:
             return _Unsure(doubted, _EMPTY, _EMPTY, _EMPTY)
         return _Unsure(
@@ -363,7 +381,7 @@ class MaskComputer:
         )
 
     def _split_group(
-        self, earley_set: EarleySet, index: TrieIndex, state: int, group: np.ndarray, shared: bool
+        self, earley_set: EarleySet, trie: int, state: int, group: np.ndarray, shared: bool
     ) -> tuple[np.ndarray, bool, np.ndarray, np.ndarray]:
         """For split nodes `group`, all where `state`'s lexemes end: the tokens below them that can
         follow at `earley_set`, whether the concrete set may allow more below the nodes, and the
@@ -375,12 +393,12 @@ class MaskComputer:
         byte cannot start a lexeme after the split are dropped with their subtree first."""
         ended = self.lexer.accepts(state)
         digest = hashlib.blake2b(group.tobytes(), digest_size=16).digest()
-        key = ("splits", earley_set.number, id(index), ended, digest, shared)
+        key = ("splits", earley_set.number, trie, ended, digest, shared)
         found = self.cache.get(key)
         if found is not None:
             return found
         made = self.parser.complete(earley_set, ended)
-        below = self._below_splits(made.lex_start, index, group, digest)
+        below = self._below_splits(made.lex_start, trie, group, digest)
         tokens, offsets = below.tokens, below.offsets
         ok, unsure = self._valid_after(
             [made], np.zeros(len(tokens), dtype=np.int64), tokens, offsets, below.crossing, shared
@@ -390,15 +408,16 @@ class MaskComputer:
         self.cache.put(key, found, sum(a.nbytes for a in (found[0], found[2], found[3])))
         return found
 
-    def _below_splits(self, start: int, index: TrieIndex, group: np.ndarray, digest: bytes) -> _Below:
+    def _below_splits(self, start: int, trie: int, group: np.ndarray, digest: bytes) -> _Below:
         """The tokens below split nodes `group` whose next byte can begin a lexeme at lexer start
         state `start`, and how their next lexeme goes (cached: this depends on the lexer only, so
         every Earley set that expects the same lexemes after the same split nodes shares it, as
         the string values of different properties do)."""
-        key = ("below", start, id(index), digest)
+        key = ("below", start, trie, digest)
         found = self.cache.get(key)
         if found is not None:
-            return found
+            return _Below(found[0], found[1], found[2], _Crossing._make(found[3:]))
+        index = self._tries[trie]
         bounds, _ = self.lexer.starts_by_byte(start)
         if kernels.AVAILABLE:
             tokens, offsets, all_live = kernels.tokens_below(
@@ -409,7 +428,7 @@ class MaskComputer:
                 crossing = self._cross_below(start, index, group, tokens)
                 if crossing is not None:
                     found = _Below(tokens, offsets, all_live, crossing)
-                    self.cache.put(key, found, found.nbytes)
+                    self.cache.put(key, (*found[:3], *crossing), found.nbytes)
                     return found
         else:
             lo = index.first_child[group]
@@ -422,7 +441,7 @@ class MaskComputer:
             offsets = np.repeat(index.trie.depth[kept].astype(np.int64) - 1, hi - lo)
             all_live = bool(live.all())
         found = _Below(tokens, offsets, all_live, self._cross(start, tokens, offsets))
-        self.cache.put(key, found, found.nbytes)
+        self.cache.put(key, (*found[:3], *found.crossing), found.nbytes)
         return found
 
     def _cross_below(self, start: int, index: TrieIndex, group: np.ndarray, tokens: np.ndarray) -> _Crossing | None:
@@ -483,23 +502,23 @@ class MaskComputer:
         found = self.cache.get(key)
         if isinstance(found, np.ndarray):
             return TokenWalk(found, ())
-        if found is None:
-            pairs = self.lexer.pairs(state)
-            if len(pairs) > 1:
-                found = self._union_walk(pairs)
+        if found is not None:
+            return TokenWalk(found[0], _splits_of(found[1:]))
+        pairs = self.lexer.pairs(state)
+        if len(pairs) > 1:
+            walk = self._union_walk(pairs)
+        else:
+            widest = self._widest_slice(state)
+            if widest is not None:
+                walk = self._walk(state, widest + 1)
+                walk = TokenWalk(walk.alive | self.tables.json_string[widest].mask, walk.splits)
+                walk.alive.flags.writeable = False
             else:
-                token_slice = self._widest_slice(state)
-                if token_slice is not None:
-                    found = self._walk(state, token_slice.rest)
-                    found = TokenWalk(found.alive | token_slice.mask, found.splits)
-                    found.alive.flags.writeable = False
-                else:
-                    found = self._walk(state, self._index)
-                self.walks_computed += 1
-            # A walk without splits (inside a lexeme, most of them) is kept as its mask alone: an
-            # array is no object for the garbage collector to scan, a `TokenWalk` is.
-            self.cache.put(key, found if found.splits else found.alive, 0, found.arrays)
-        return found
+                walk = self._walk(state, 0)
+            self.walks_computed += 1
+        # A walk without splits (inside a lexeme, most of them) is kept as its mask alone.
+        self.cache.put(key, (walk.alive, *_flat(walk.splits)) if walk.splits else walk.alive, 0, walk.arrays)
+        return walk
 
     def _union_walk(self, pairs: tuple[tuple[int, int], ...]) -> TokenWalk:
         """The walk of a state where several lexemes are alive, from each lexeme's own walk: a
@@ -513,8 +532,9 @@ class MaskComputer:
         alive.flags.writeable = False
         return TokenWalk(alive, tuple(splits for part in parts for splits in part.splits))
 
-    def _widest_slice(self, state: int) -> TokenSlice | None:
-        """The widest JSON-string slice whose every text keeps the lexer alive from `state`."""
+    def _widest_slice(self, state: int) -> int | None:
+        """The widest JSON-string slice whose every text keeps the lexer alive from `state` (its
+        position in `VocabTables.json_string`)."""
         slices = self.tables.json_string
         step = self.lexer.step  # in place: a row copied out for a few bytes costs more than them
         if not all(step(state, b) for b in slices[0].probe):  # most states fail on a common byte
@@ -534,8 +554,8 @@ class MaskComputer:
         else:
             depth = self._slice_depth_numpy(state, limit)
         if depth > limit:
-            return slices[0]
-        return next((s for s in slices[1:] if (s.max_len or 0) <= depth), None)
+            return 0
+        return next((i for i in range(1, len(slices)) if (slices[i].max_len or 0) <= depth), None)
 
     def _slice_depth_numpy(self, state: int, limit: int) -> int:
         """`kernels.slice_depth` with the lexer's rows, one gather per pair (fewer pairs allowed)."""
@@ -561,18 +581,19 @@ class MaskComputer:
             level = following
         return limit
 
-    def _walk(self, start: int, index: TrieIndex) -> TokenWalk:
-        """Step every node's prefix of `index`'s trie through the lexer (compiled when numba is
-        installed, with numpy otherwise)."""
+    def _walk(self, start: int, trie: int) -> TokenWalk:
+        """Step every node's prefix of trie number `trie` (see `Splits`) through the lexer
+        (compiled when numba is installed, with numpy otherwise)."""
         if kernels.AVAILABLE:
-            return self._walk_compiled(start, index)
-        return self._walk_numpy(start, index)
+            return self._walk_compiled(start, trie)
+        return self._walk_numpy(start, trie)
 
-    def _walk_compiled(self, start: int, index: TrieIndex) -> TokenWalk:
+    def _walk_compiled(self, start: int, trie: int) -> TokenWalk:
+        index = self._tries[trie]
         alive, nodes, states = self._walk_below(index, np.zeros(1, dtype=np.int64), np.array([start], dtype=np.int32))
         packed = alive.view(np.int32)
         packed.flags.writeable = False
-        return TokenWalk(packed, (Splits(index, nodes, states),) if len(nodes) else ())
+        return TokenWalk(packed, (Splits(trie, nodes, states),) if len(nodes) else ())
 
     def _walk_below(
         self, index: TrieIndex, frontier: np.ndarray, frontier_state: np.ndarray
@@ -597,15 +618,15 @@ class MaskComputer:
             frontier, frontier_state = pending[:n_pending].copy(), pending_state[:n_pending].copy()
         return alive, split_nodes[:count].copy(), split_states[:count].copy()
 
-    def _walk_numpy(self, start: int, index: TrieIndex) -> TokenWalk:
-        """Step every node's prefix of `index`'s trie through the lexer, one level at a time.
+    def _walk_numpy(self, start: int, trie: int) -> TokenWalk:
+        """Step every node's prefix of a trie through the lexer, one level at a time.
 
         A level is computed sparsely (only the children of live nodes) when few nodes are live,
         densely (one gather over the whole level) otherwise; the dead state maps to itself.
         """
-        trie, lexer = index.trie, self.lexer
-        bounds = trie.depth_start
-        node_state = np.zeros(trie.n_nodes + 1, dtype=np.int32)  # the extra node: "no node", always dead
+        index, lexer = self._tries[trie], self.lexer
+        bounds = index.trie.depth_start
+        node_state = np.zeros(index.trie.n_nodes + 1, dtype=np.int32)  # the extra node: "no node", always dead
         node_state[0] = start
         frontier = np.zeros(1, dtype=np.int64)
         frontier_state = node_state[:1]
@@ -653,7 +674,7 @@ class MaskComputer:
         else:
             nodes = np.concatenate(listed) if listed else np.zeros(0, dtype=np.int64)
             alive = np.zeros(self.words, dtype=np.int32)
-            _set_bits(alive, self._tokens_in(trie, index.end_lo[nodes], index.end_hi[nodes]))
+            _set_bits(alive, self._tokens_in(index.trie, index.end_lo[nodes], index.end_hi[nodes]))
             nodes = nodes[(boundary[node_state[nodes]] != 0) & index.has_below[nodes]]
         nodes = nodes[nodes > 0]
         if nodes.size:  # a split only where a child's byte can begin a next lexeme
@@ -663,7 +684,7 @@ class MaskComputer:
             can = lexer.follows[np.repeat(boundary[node_state[nodes]], counts), index.byte[children]]
             nodes = nodes[np.logical_or.reduceat(can, np.cumsum(counts) - counts)]
         alive.flags.writeable = False
-        return TokenWalk(alive, (Splits(index, nodes, node_state[nodes]),) if nodes.size else ())
+        return TokenWalk(alive, (Splits(trie, nodes, node_state[nodes]),) if nodes.size else ())
 
     def _walk_tail(self, index: TrieIndex, frontier: np.ndarray, node_state: np.ndarray) -> np.ndarray:
         """Walk the subtrees below `frontier` depth first in Python (they are small); fill in

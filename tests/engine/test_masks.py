@@ -180,7 +180,7 @@ def test_a_string_takes_the_widest_slice_its_characters_left_allow(vocab_llama3,
     assert matcher.advance_bytes(text)
     ((_, state),) = matcher._history[-1].scans
     found = compiled.masks._widest_slice(state)
-    assert (-1 if found is None else found.max_len) == bound
+    assert (-1 if found is None else compiled.masks.tables.json_string[found].max_len) == bound
 
 
 OPEN_SCHEMA = {
@@ -248,11 +248,11 @@ def test_union_walk_equals_the_walk_of_the_combined_state(vocab_llama3):
             if len(lexer.pairs(state)) < 2:
                 continue
             combined += 1
-            union, direct = masks.walk(state), masks._walk(state, masks.tables.index)
+            union, direct = masks.walk(state), masks._walk(state, 0)
             assert np.array_equal(union.alive, direct.alive)
             for k, s in lexer.pairs(state):  # each lexeme's splits, where its walk is over the whole trie
                 own = masks.walk(lexer.single(k, s))
-                if any(splits.index is not masks.tables.index for splits in own.splits):
+                if any(splits.trie != 0 for splits in own.splits):
                     continue  # walked over a slice's rest: other nodes
                 mine = {node for splits in own.splits for node in splits.nodes.tolist()}
                 theirs = {
@@ -369,7 +369,7 @@ def test_compiled_walk_takes_subtrees_its_state_loops_on_whole(vocab_llama3):
     (state,) = matcher._history[-1].states
     lexer, masks = compiled.parser.lexer, compiled.masks
     lexer.loops[state], lexer.loop_classes[state] = 0, 0  # (the first mask's walk computed them)
-    a, b = masks._walk_compiled(state, masks.tables.index), masks._walk_numpy(state, masks.tables.index)
+    a, b = masks._walk_compiled(state, 0), masks._walk_numpy(state, 0)
     assert np.array_equal(a.alive, b.alive) and not a.splits and not b.splits
     loops = np.unpackbits(lexer.loops[state].view(np.uint8), bitorder="little").astype(bool)
     assert np.array_equal(loops, lexer.table[state] == state)
@@ -385,10 +385,10 @@ def test_compiled_walk_equals_numpy_walk(vocab_llama3, grammar_name):
     tables = masks.tables
     for matcher in random_walk(compiled, steps=8, seed=3):
         for _, state in matcher._history[-1].scans:
-            for index in (tables.index, *(s.rest for s in tables.json_string)):
-                a, b = masks._walk_compiled(state, index), masks._walk_numpy(state, index)
+            for trie in range(1 + len(tables.json_string)):  # the whole vocabulary's, then each slice's rest
+                a, b = masks._walk_compiled(state, trie), masks._walk_numpy(state, trie)
                 assert np.array_equal(a.alive, b.alive)
-                assert [s.index for s in a.splits] == [s.index for s in b.splits] and len(a.splits) <= 1
+                assert [s.trie for s in a.splits] == [s.trie for s in b.splits] and len(a.splits) <= 1
                 pairs = [
                     sorted(zip(s.nodes.tolist(), s.states.tolist(), strict=True)) for w in (a, b) for s in w.splits
                 ]
@@ -519,10 +519,12 @@ def test_long_runs_of_lexemes_are_checked_depth_first_and_share_their_rests(voca
     assert rests < run_bytes, (rests, run_bytes)
 
 
-def test_walks_without_splits_are_kept_as_masks_the_collector_does_not_scan(vocab_llama3):
+def test_walks_and_split_results_are_kept_as_objects_the_collector_does_not_scan(vocab_llama3):
     """Most walks are inside a lexeme and split nowhere: the grammar's cache keeps such a walk as
-    its mask alone, an array, which Python's garbage collector never scans (a `TokenWalk` object
-    is one more for every full collection). Read back, it is the same walk, not computed again."""
+    its mask alone, an array, which Python's garbage collector never scans. The other walks and
+    the results of split checks are kept as plain tuples of arrays and numbers, which it stops
+    tracking (a named tuple or a dataclass object is one more for every full collection). Read
+    back, a walk is the same walk, not computed again."""
     import gc
 
     compiled = CompiledGrammar(Grammar.from_json_schema(OPEN_SCHEMA), vocab_llama3)
@@ -531,10 +533,16 @@ def test_walks_without_splits_are_kept_as_masks_the_collector_does_not_scan(voca
     kept = {key[1]: value for key, value in compiled.cache._data.items() if key[0] == "walk"}
     bare = {state for state, value in kept.items() if isinstance(value, np.ndarray)}
     assert bare and len(bare) < len(kept)
+    results = [
+        value for key, value in compiled.cache._data.items() if key[0] in ("walk", "abstract", "below", "splits")
+    ]
+    assert {type(value) for value in results} == {np.ndarray, tuple}
+    gc.collect()
+    assert not any(gc.is_tracked(value) for value in results)
     computed = compiled.masks.walks_computed
     for state, value in kept.items():
         walk = compiled.masks.walk(state)
         assert (state in bare) == (not walk.splits)
-        assert walk.alive is (value if state in bare else value.alive)
+        assert walk.alive is (value if state in bare else value[0])
         assert not gc.is_tracked(walk.alive)
     assert compiled.masks.walks_computed == computed
