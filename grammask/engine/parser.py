@@ -49,8 +49,11 @@ _ITEM_BYTES = 250
 _STATE_BYTES = 600
 
 # An Earley item: (production, dot, origin), the origin as the number of the set where the item
-# started (`EarleySet.number`), or None for "the set that holds this item".
-Item = tuple[int, int, "int | None"]
+# started (`EarleySet.number`), or `HERE` for "the set that holds this item". A set keeps its items
+# as a sorted tuple: a tuple of tuples of integers is an object the garbage collector stops
+# tracking, where a frozenset would be one more for every full collection.
+Item = tuple[int, int, int]
+HERE = -1
 
 
 class EarleySet:
@@ -70,7 +73,7 @@ class EarleySet:
         "__weakref__",
     )
 
-    def __init__(self, items: frozenset[Item], parser: Parser, tainted: bool, origins: dict[int, EarleySet]) -> None:
+    def __init__(self, items: tuple[Item, ...], parser: Parser, tainted: bool, origins: dict[int, EarleySet]) -> None:
         self.items = items
         #: unique within the parser: how items name this set as their origin
         self.number = next(parser.numbers)
@@ -143,7 +146,7 @@ def _scan_order(scan: tuple[EarleySet, int]) -> tuple[int, int]:
 def _placeholder(number: int) -> EarleySet:
     """The stand-in for every origin older than an abstract set: it expects nothing and taints."""
     opaque = EarleySet.__new__(EarleySet)
-    opaque.items, opaque.waiting, opaque.tokens, opaque.number, opaque.origins = frozenset(), {}, {}, number, {}
+    opaque.items, opaque.waiting, opaque.tokens, opaque.number, opaque.origins = (), {}, {}, number, {}
     opaque.lex_start, opaque.accepting, opaque.expects, opaque.tainted = 0, False, False, True
     opaque.abstract = _ITSELF
     return opaque
@@ -303,7 +306,7 @@ class Parser:
         self.lexer = Lexer(self._lexemes.dfa, limits, tuple(follows))
         # Hash-consing tables, one per value of the flag (tainted, accepting) rather than keyed by
         # (items, flag) pairs: a pair per entry would be one more object for the garbage collector.
-        self._sets: tuple[dict[frozenset[Item], EarleySet], ...] = ({}, {})
+        self._sets: tuple[dict[tuple[Item, ...], EarleySet], ...] = ({}, {})
         self._set_items = 0  # items of the sets in `_sets`, for `nbytes`
         self._configs: tuple[dict[int | tuple[int, ...], Config], ...] = ({}, {})
         #: per set number: the `Config.sets` of its configs of one scan
@@ -315,7 +318,7 @@ class Parser:
         #: again (the LRU drops it in time).
         self.numbers = count()
         self.placeholder = _placeholder(next(self.numbers))
-        self.root = self._make_set({(0, 0, None)}, {})
+        self.root = self._make_set({(0, 0, HERE)}, {})
         self.initial = self.config_after_set(self.root)
 
     @property
@@ -334,7 +337,7 @@ class Parser:
         self._predicted: dict[int, frozenset[Item]] = {}
 
     def predicted(self, nonterminal: int) -> frozenset[Item]:
-        """Items (production, dot, None) predicted from `nonterminal`, dots moved over nullable
+        """Items (production, dot, HERE) predicted from `nonterminal`, dots moved over nullable
         symbols, and not complete (see `_make_set`): whole, so that a closure takes them in with
         one set union."""
         found = self._predicted.get(nonterminal)
@@ -347,7 +350,7 @@ class Parser:
             for p in self.by_lhs[stack.pop()]:
                 body = self.rhs[p]
                 for dot in range(len(body)):
-                    items.add((p, dot, None))
+                    items.add((p, dot, HERE))
                     s = body[dot]
                     if s < 0:
                         break
@@ -417,7 +420,7 @@ class Parser:
                 done.add(item)
                 if not p:  # the start symbol complete: the one completed item a set keeps
                     items.add(item)
-                if o is not None:  # completions with origin "here" are ε: handled by `nullable`
+                if o != HERE:  # completions with origin "here" are ε: handled by `nullable`
                     origin = known[o]
                     tainted = tainted or origin.tainted
                     self._advance(origin, lhs_of[p], known, stack)
@@ -430,15 +433,15 @@ class Parser:
                 items |= self.predicted(s)
                 if nullable[s]:
                     stack.append((p, dot + 1, o))
-        return self._intern_set(frozenset(items), tainted, known)
+        return self._intern_set(tuple(sorted(items)), tainted, known)
 
-    def _intern_set(self, items: frozenset[Item], tainted: bool, known: dict[int, EarleySet]) -> EarleySet:
+    def _intern_set(self, items: tuple[Item, ...], tainted: bool, known: dict[int, EarleySet]) -> EarleySet:
         """The one set object with these items (hash-consing, within `max_parser_states`). `known`
         gives the sets their origins number."""
         table = self._sets[tainted]
         found = table.get(items)
         if found is None:
-            origins = {o: known[o] for _, _, o in items if o is not None}
+            origins = {o: known[o] for _, _, o in items if o != HERE}
             found = EarleySet(items, self, tainted, origins)
             with self._lock:
                 if sum(map(len, self._sets)) >= self.limits.max_parser_states:
@@ -475,27 +478,27 @@ class Parser:
         (an item that started there now names it by number); the sets their origins number go to
         `known`."""
         for p, dot, o in earley_set.waiting.get(symbol, ()):
-            if o is None:
+            if o == HERE:
                 out.append((p, dot + 1, earley_set.number))
                 known[earley_set.number] = earley_set
             else:
                 out.append((p, dot + 1, o))
                 known[o] = earley_set.origins[o]
 
-    def abstract_items(self, earley_set: EarleySet) -> frozenset[Item] | None:
+    def abstract_items(self, earley_set: EarleySet) -> tuple[Item, ...] | None:
         """The items of `earley_set`'s abstract set, without making it (None, and noted, when the
         set is its own abstract set)."""
         found = earley_set.abstract
         if found is not None:
             return None if found is _ITSELF else found.items
         placeholder = self.placeholder.number
-        items = frozenset((p, d, None if o is None else placeholder) for p, d, o in earley_set.items)
+        items = tuple(sorted({(p, d, o if o == HERE else placeholder) for p, d, o in earley_set.items}))
         if items == earley_set.items:
             earley_set.abstract = _ITSELF
             return None
         return items
 
-    def abstract(self, earley_set: EarleySet, items: frozenset[Item] | None = None) -> EarleySet:
+    def abstract(self, earley_set: EarleySet, items: tuple[Item, ...] | None = None) -> EarleySet:
         """`earley_set` with every older origin replaced by the placeholder (itself if it has none).
         `items` are its `abstract_items`, when the caller has them already.
 
