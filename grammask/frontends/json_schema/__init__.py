@@ -9,7 +9,6 @@ import json
 import sys
 from typing import Any, cast
 
-from grammask.collector import paused
 from grammask.errors import GrammarError
 from grammask.frontends.json_schema.builder import Builder
 from grammask.frontends.json_schema.resolve import Document
@@ -55,7 +54,7 @@ def grammar_from_json_schema(
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, RECURSION_LIMIT))
     try:
-        with deadline(limits), paused():
+        with deadline(limits):
             builder = Builder(Document(schema, assert_formats=formats == "assert"), ws, lenient, strict, limits)
             body = builder.value(builder.doc.root, "", 0)
     except RecursionError:
