@@ -347,8 +347,8 @@ class MaskComputer:
         if state == abstract.lex_start and abstract.tokens:
             _set_bits(packed, np.fromiter(abstract.tokens, dtype=np.int64))
         packed.flags.writeable = False
-        # The array alone, not a pair with `_SURE`: an array is one object the garbage collector
-        # never scans, and a pair that holds `_SURE` would be scanned by every full collection.
+        # The array alone when nothing is unsure, as most are; else the mask, the unsure tokens,
+        # offsets and states, and the unsure splits, flat (see `Splits`).
         stored = packed if unsure is _SURE else (packed, *unsure[1:], *_flat(unsure.splits))
         self.cache.put(key, stored, unsure.nbytes, (packed,))
         return packed, unsure
@@ -428,7 +428,7 @@ class MaskComputer:
                 crossing = self._cross_below(start, index, group, tokens)
                 if crossing is not None:
                     found = _Below(tokens, offsets, all_live, crossing)
-                    self.cache.put(key, (*found[:3], *crossing), found.nbytes)
+                    self.cache.put(key, (*found[:3], *crossing), found.nbytes)  # flat (see `Splits`)
                     return found
         else:
             lo = index.first_child[group]
@@ -441,7 +441,7 @@ class MaskComputer:
             offsets = np.repeat(index.trie.depth[kept].astype(np.int64) - 1, hi - lo)
             all_live = bool(live.all())
         found = _Below(tokens, offsets, all_live, self._cross(start, tokens, offsets))
-        self.cache.put(key, (*found[:3], *found.crossing), found.nbytes)
+        self.cache.put(key, (*found[:3], *found.crossing), found.nbytes)  # flat (see `Splits`)
         return found
 
     def _cross_below(self, start: int, index: TrieIndex, group: np.ndarray, tokens: np.ndarray) -> _Crossing | None:
