@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import count
 
 import numpy as np
 
@@ -16,6 +17,8 @@ __all__ = ["DEAD", "START", "ByteDFA"]
 
 DEAD = 0
 START = 1
+
+_serials = count()
 
 
 @dataclass(frozen=True, eq=False)
@@ -47,6 +50,13 @@ class ByteDFA:
             if state == DEAD:
                 return False
         return bool(self.accepting[state])
+
+    @cached_property
+    def serial(self) -> int:
+        """A number no other DFA object of this process has: a key for caches of what is derived
+        from this DFA in other objects (the walks of a vocabulary's tokens through it). The same
+        lexeme in two grammars is the same object while the cache of compiled lexemes holds it."""
+        return next(_serials)
 
     @cached_property
     def accepting_states(self) -> np.ndarray:

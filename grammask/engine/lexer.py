@@ -333,17 +333,27 @@ class Lexer:
             self._class_boundary.append(self._boundary_row(terminals))
         return found
 
+    def follow_bits(self, terminal: int) -> int:
+        """The bytes that can begin a lexeme right after lexeme `terminal`, as a 256-bit set."""
+        found = self._follow_bits.get(terminal)
+        if found is None:
+            found = 0
+            for j in self._follows[terminal]:
+                found |= self._dfa(j).first_bits
+            self._follow_bits[terminal] = found
+        return found
+
+    def lexeme_key(self, terminal: int) -> tuple[int, int]:
+        """What the states of lexeme `terminal`'s block do to text, whatever the grammar: its
+        DFA (by `ByteDFA.serial`) and the bytes that may begin a next lexeme after it. Two
+        grammars' states with the same key and DFA state walk a vocabulary's trie alike."""
+        return self._dfa(terminal).serial, self.follow_bits(terminal)
+
     def _boundary_row(self, terminals: tuple[int, ...]) -> int:
         """The row of `follows` for a state where lexemes `terminals` end (added if new)."""
         bits = 0
         for k in terminals:
-            found = self._follow_bits.get(k)
-            if found is None:
-                found = 0
-                for j in self._follows[k]:
-                    found |= self._dfa(j).first_bits
-                self._follow_bits[k] = found
-            bits |= found
+            bits |= self.follow_bits(k)
         row = self._follow_rows.get(bits)
         if row is None:
             row = self._follow_rows[bits] = len(self._follow_rows)

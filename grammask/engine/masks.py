@@ -507,17 +507,42 @@ class MaskComputer:
         pairs = self.lexer.pairs(state)
         if len(pairs) > 1:
             walk = self._union_walk(pairs)
-        else:
-            widest = self._widest_slice(state)
-            if widest is not None:
-                walk = self._walk(state, widest + 1)
-                walk = TokenWalk(walk.alive | self.tables.json_string[widest].mask, walk.splits)
-                walk.alive.flags.writeable = False
-            else:
-                walk = self._walk(state, 0)
-            self.walks_computed += 1
+        elif pairs:
+            walk = self._lexeme_walk(state, *pairs[0])
+        else:  # the dead state
+            walk = self._computed_walk(state)
         # A walk without splits (inside a lexeme, most of them) is kept as its mask alone.
         self.cache.put(key, (walk.alive, *_flat(walk.splits)) if walk.splits else walk.alive, 0, walk.arrays)
+        return walk
+
+    def _lexeme_walk(self, state: int, terminal: int, dfa_state: int) -> TokenWalk:
+        """The walk of `state`, where lexeme `terminal` alone is alive, in state `dfa_state` of its
+        DFA. It depends on that DFA, the state and the bytes that may follow the lexeme, not on
+        the grammar: the vocabulary's tables keep it for every grammar with the same lexeme (its
+        split states as DFA states, numbered again in each grammar's lexer)."""
+        base = self.lexer.single(terminal, 0)  # (lays the block, which the walk would do anyway)
+        key = (*self.lexer.lexeme_key(terminal), dfa_state, state != base + dfa_state)
+        shared = self.tables.walks
+        found = shared.get(key)
+        if found is not None:  # the alive mask, then each split's trie, nodes and DFA states
+            splits = _splits_of(found[1:])
+            return TokenWalk(found[0], tuple(Splits(s.trie, s.nodes, s.states + base) for s in splits))
+        walk = self._computed_walk(state)
+        local = tuple(Splits(s.trie, s.nodes, s.states - base) for s in walk.splits)
+        shared.put(key, (walk.alive, *_flat(local)), walk.alive.nbytes + sum(s.nbytes for s in local))
+        return walk
+
+    def _computed_walk(self, state: int) -> TokenWalk:
+        """The walk of `state` over the trie, or over the rest of the widest JSON-string slice
+        whose every text keeps the lexer alive from it (the slice's mask OR-ed in)."""
+        widest = self._widest_slice(state)
+        if widest is not None:
+            walk = self._walk(state, widest + 1)
+            walk = TokenWalk(walk.alive | self.tables.json_string[widest].mask, walk.splits)
+            walk.alive.flags.writeable = False
+        else:
+            walk = self._walk(state, 0)
+        self.walks_computed += 1
         return walk
 
     def _union_walk(self, pairs: tuple[tuple[int, int], ...]) -> TokenWalk:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -26,6 +26,7 @@ from grammask.automata.compile import compile_regex
 from grammask.automata.dfa import ByteDFA
 from grammask.engine import kernels
 from grammask.ir import regex as rx
+from grammask.lru import LRUCache
 from grammask.vocab import TokenTrie, Vocabulary
 
 __all__ = ["TokenSlice", "TrieIndex", "VocabTables", "tables_for"]
@@ -42,6 +43,10 @@ SLICE_BOUNDS = (16, 8)
 
 #: Levels of the trie smaller than this are walked in Python, depth first (see `TrieIndex`).
 _TAIL_LEVEL = 384
+
+#: Bytes of the walks through single lexemes that a vocabulary keeps for every grammar compiled
+#: for it (`VocabTables.walks`): about 4,000 of Llama 3's 16 KiB masks.
+SHARED_WALK_BYTES = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -206,6 +211,10 @@ class VocabTables:
     index: TrieIndex
     #: JSON string content of any length, then of at most each of `SLICE_BOUNDS` bytes
     json_string: tuple[TokenSlice, ...]
+    #: walks through a single lexeme's states, by `Lexer.lexeme_key` and DFA state, for every
+    #: grammar: most JSON Schemas have the same string, number and punctuation lexemes (see
+    #: `MaskComputer.walk`)
+    walks: LRUCache = field(default_factory=lambda: LRUCache(SHARED_WALK_BYTES))
 
 
 _tables: weakref.WeakKeyDictionary[Vocabulary, VocabTables] = weakref.WeakKeyDictionary()

@@ -321,6 +321,30 @@ def test_nested_depths_share_walks_and_masks(vocab_llama3):
     assert np.array_equal(unpack_bitmask(matcher._mask(), vocab_llama3.size), brute_force(matcher))
 
 
+def test_grammars_with_the_same_lexeme_share_its_walks(vocab_llama3):
+    """A walk inside a lexeme depends on the lexeme's DFA and on the bytes that may begin a lexeme
+    after it, not on the grammar: a second grammar where `[a-z]+` is also followed by `)` takes
+    the first one's walk after `(ab` from the vocabulary's tables, with its split states
+    numbered in its own lexer, and one where `]` follows it computes its own (`ab]` splits
+    there, `ab)` does not). Masks stay those of brute force."""
+    word = lex(rx.plus(rx.char_class([(97, 122)])))
+    first = Grammar({"root": alt(seq(literal("("), ref("root"), literal(")")), word)})
+    brackets = seq(literal("["), ref("root"), literal(")"))
+    same = Grammar({"root": alt(brackets, seq(literal("("), ref("root"), literal(")")), word)})
+    other = Grammar({"root": alt(seq(literal("("), ref("root"), literal("]")), word)})
+    computed = []
+    for grammar in (first, same, other):
+        compiled = CompiledGrammar(grammar, vocab_llama3)
+        if grammar is first:
+            compiled.masks.tables.walks.clear()  # (earlier tests may have walked `[a-z]+`)
+        before = compiled.masks.walks_computed  # (the first mask's walks, made by the compile)
+        assert_mask_is_brute_force(compiled, b"(ab")  # walks inside `[a-z]+` and from `)`'s start
+        computed.append(compiled.masks.walks_computed - before)
+        for prefix in (b"(abc", b"((x", b"(((yz"):
+            assert_mask_is_brute_force(compiled, prefix)
+    assert computed == [2, 0, 2]
+
+
 def test_cache_stays_within_its_budget(vocab_llama3):
     """A long random walk under a small byte budget: memory stays under it, masks never change."""
     budget = 160 * 2**10  # about ten masks
@@ -405,7 +429,9 @@ def test_masks_while_the_lexers_arrays_grow_equal_masks_without(vocab_llama3, mo
     growing = CompiledGrammar(grammar, vocab_llama3)
     twin = growing.matcher()
     for matcher in random_walk(roomy, steps=12, seed=5, twins=(twin,)):
-        assert np.array_equal(twin._mask(), matcher._mask())
+        want = matcher._mask()
+        roomy.masks.tables.walks.clear()  # the twin walks its own lexer (not the shared walks)
+        assert np.array_equal(twin._mask(), want)
     lexer = growing.parser.lexer
     arrays = (lexer.expanded, lexer.boundary, lexer.loops, lexer.loop_classes, lexer._owner, lexer.accept_class)
     assert 2 < len(lexer.expanded) < len(lexer.table) and {len(a) for a in arrays} == {len(lexer.expanded)}
@@ -422,6 +448,7 @@ def test_masks_without_numba_equal_masks_with_it(vocab_llama3, monkeypatch, gram
         monkeypatch.setattr(kernels, "AVAILABLE", True)
         want = matcher._mask()
         monkeypatch.setattr(kernels, "AVAILABLE", False)
+        compiled.masks.tables.walks.clear()  # the twin walks with numpy (not the shared walks)
         assert np.array_equal(twin._mask(), want)
 
 
