@@ -94,20 +94,44 @@ def _converted_dir(gguf: Path, dtype: str) -> Path:
     return assets.cache_dir() / "models" / f"{gguf.stem}-{dtype}-{_fingerprint(gguf)}"
 
 
-def _gguf_parameters(path: Path) -> int:
-    """The number of weights in a GGUF file; raises ValueError for a file with none."""
+def _gguf_reader(path: Path) -> Any:
     from gguf import GGUFReader
 
     try:
-        tensors = GGUFReader(str(path)).tensors
+        return GGUFReader(str(path))
     except (ValueError, OSError) as exc:
         raise ValueError(f"{path} is not a readable GGUF file: {exc}") from None
+
+
+def _gguf_parameters(path: Path) -> int:
+    """The number of weights in a GGUF file; raises ValueError for a file with none."""
+    tensors = _gguf_reader(path).tensors
     if not tensors:
         raise ValueError(
             f"{path} holds a tokenizer vocabulary but no model weights (a vocabulary-only GGUF); "
             "pass a GGUF file with weights or a transformers model folder"
         )
     return sum(int(t.n_elements) for t in tensors)
+
+
+#: The tokenizer's special-token attributes, by the GGUF metadata key that names each one's id.
+_GGUF_SPECIAL_TOKENS = {
+    "tokenizer.ggml.bos_token_id": "bos_token",
+    "tokenizer.ggml.eos_token_id": "eos_token",
+    "tokenizer.ggml.unknown_token_id": "unk_token",
+    "tokenizer.ggml.padding_token_id": "pad_token",
+}
+
+
+def _set_gguf_special_tokens(tokenizer: Any, path: Path) -> None:
+    """Give `tokenizer` the special tokens the GGUF file names. Some transformers versions read
+    them wrong from a GGUF (5.17 makes SmolLM2's `<|im_start|>` its end of sequence and leaves it
+    no padding token); the file's own ids make the converted folder the same under every version."""
+    fields = _gguf_reader(path).fields
+    for key, attribute in _GGUF_SPECIAL_TOKENS.items():
+        field = fields.get(key)
+        if field is not None:
+            setattr(tokenizer, attribute, tokenizer.convert_ids_to_tokens(int(field.parts[field.data[0]][0])))
 
 
 def _size(n: float) -> str:
@@ -158,6 +182,7 @@ def _convert_gguf(gguf: Path, target: Path, dtype: str, announce: Callable[[str]
         tokenizer = transformers.AutoTokenizer.from_pretrained(
             str(gguf.parent), gguf_file=gguf.name, local_files_only=True
         )
+        _set_gguf_special_tokens(tokenizer, gguf)
         model = transformers.AutoModelForCausalLM.from_pretrained(
             str(gguf.parent), gguf_file=gguf.name, dtype=getattr(torch, dtype), local_files_only=True
         )

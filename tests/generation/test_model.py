@@ -8,7 +8,13 @@ import sys
 import pytest
 
 from grammask import assets
-from grammask.generation.model import DEFAULT_SYSTEM_PROMPT, chat_prompt, check_model_path, load_model
+from grammask.generation.model import (
+    DEFAULT_SYSTEM_PROMPT,
+    _set_gguf_special_tokens,
+    chat_prompt,
+    check_model_path,
+    load_model,
+)
 
 
 @pytest.mark.model
@@ -18,6 +24,17 @@ def test_converted_model_is_cached_and_loads_from_its_folder(smollm2):
     assert len(folders) == 1 and (folders[0] / "config.json").exists()
     again, _ = load_model(folders[0])
     assert again.config.vocab_size == model.config.vocab_size == len(tok)
+
+
+@pytest.mark.model
+def test_the_converted_tokenizer_has_the_special_tokens_the_gguf_names(smollm2):
+    _, tok = smollm2
+    assert (tok.bos_token_id, tok.eos_token_id, tok.pad_token_id, tok.unk_token_id) == (1, 2, 2, 0)
+    # transformers 5.17 reads them as `<|im_start|>` for end of sequence and no padding token.
+    tok = tok.__class__.from_pretrained(tok.name_or_path, local_files_only=True)
+    tok.eos_token, tok.pad_token = "<|im_start|>", None
+    _set_gguf_special_tokens(tok, assets.smollm2_gguf_path())
+    assert (tok.eos_token, tok.pad_token) == ("<|im_end|>", "<|im_end|>")
 
 
 @pytest.mark.model
