@@ -14,6 +14,7 @@ about a millisecond per compile on real schemas.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Iterable
 
@@ -51,6 +52,8 @@ class CompiledGrammar:
             # decoding step stalls on compiling one.
             self.parser.compile_lexemes()
             self.masks.mask(self.parser.initial)
+        #: The matchers alive on this grammar: one that has none may `cool`.
+        self.matchers: weakref.WeakSet[Matcher] = weakref.WeakSet()
 
     def matcher(self, *, stop_token_ids: Iterable[int] | None = None) -> Matcher:
         """A fresh matcher at the start of the grammar.
@@ -58,6 +61,14 @@ class CompiledGrammar:
         `stop_token_ids` replaces the vocabulary's end-of-sequence tokens for this matcher (an
         engine passes the request's own end set)."""
         return Matcher(self, stop_token_ids=stop_token_ids)
+
+    def cool(self) -> None:
+        """Drop what decoding learned (the cache's masks and walks, the parser's shared Earley sets
+        and configs); it is learned again when needed. Results never change: only time and memory.
+        `compile` cools the grammars in its cache that are idle and not among the
+        `limits.max_warm_grammars` most recently compiled."""
+        self.cache.clear()
+        self.parser.forget_states()
 
     def cache_stats(self) -> CacheStats:
         """Entries, bytes, hits, misses and evictions of this grammar's cache."""
@@ -109,6 +120,9 @@ def compile(grammar: Grammar, vocab: Vocabulary, *, limits: Limits | None = None
     compiled = CompiledGrammar(grammar, vocab, limits)
     with _cache_lock:
         _cache[key] = compiled
+        for older in list(_cache.values())[-limits.max_warm_grammars - 1 :: -1]:
+            if older.cache.nbytes and not older.matchers:
+                older.cool()
         total = sum(c.nbytes for c in _cache.values())
         while len(_cache) > 1 and (len(_cache) > limits.max_cached_grammars or total > limits.max_compile_cache_bytes):
             _, evicted = _cache.popitem(last=False)

@@ -45,6 +45,7 @@ class Matcher:
             self._end_bits = _end_bits(compiled, self._eos)
         self._max_history = compiled.limits.max_rollback_tokens + 1
         self._history: list[Config | None] = [self._parser.initial]
+        compiled.matchers.add(self)
 
     # -- state ------------------------------------------------------------------------------------
 
@@ -77,6 +78,7 @@ class Matcher:
         twin = Matcher.__new__(Matcher)
         twin.__dict__.update(self.__dict__)
         twin._history = list(self._history)
+        self.compiled.matchers.add(twin)
         return twin
 
     # -- masks ------------------------------------------------------------------------------------

@@ -145,3 +145,35 @@ def test_cache_keys_earley_items_and_grammar_tables_are_untracked(vocab_llama3):
         if len(config.sets) == 1:
             assert alone.setdefault(config.sets[0].number, config.sets) is config.sets
     assert len(alone) < sum(len(c.sets) == 1 for c in configs)
+
+
+def _mask_after(compiled: CompiledGrammar, text: bytes) -> np.ndarray:
+    matcher = compiled.matcher()
+    assert matcher.advance_bytes(text)
+    bitmask = np.zeros((1, (compiled.vocab.size + 31) // 32), dtype=np.int32)
+    matcher.fill_bitmask(bitmask)
+    return bitmask
+
+
+def test_idle_grammars_past_the_warm_ones_drop_what_they_learned(vocab_llama3):
+    """`compile` cools the cached grammars that no matcher uses and that are not among the
+    `max_warm_grammars` most recent: their caches and shared parser states go (what a full
+    collection would scan), a grammar in use keeps them, and a cooled grammar's masks are the same."""
+    limits = grammask.Limits(max_warm_grammars=2)
+
+    def schema(i: int) -> dict:
+        return {**SCHEMA, "required": [f"p{i}"], "properties": {**SCHEMA["properties"], f"p{i}": {"type": "string"}}}
+
+    busy = grammask.compile(Grammar.from_json_schema(schema(0)), vocab_llama3, limits=limits)
+    in_use = busy.matcher()
+    first = grammask.compile(Grammar.from_json_schema(schema(1)), vocab_llama3, limits=limits)
+    text = b'{"name": "x", "tags": ["a", "b'
+    before = _mask_after(first, text)
+    assert first.cache_stats().entries and first.parser.nbytes
+    grammask.compile(Grammar.from_json_schema(schema(2)), vocab_llama3, limits=limits)
+    assert first.cache_stats().entries  # still one of the two most recent
+    grammask.compile(Grammar.from_json_schema(schema(3)), vocab_llama3, limits=limits)
+    assert first.cache_stats().entries == 0 and first.parser.nbytes == 0
+    assert busy.cache_stats().entries and busy.parser.nbytes  # a matcher still uses it
+    assert in_use.advance_bytes(b'{"p0": "')
+    assert np.array_equal(_mask_after(first, text), before)

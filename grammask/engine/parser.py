@@ -326,6 +326,15 @@ class Parser:
         """Estimated memory of the hash-consed Earley sets and configs (items, their indexes)."""
         return _ITEM_BYTES * self._set_items + _STATE_BYTES * sum(map(len, self._sets + self._configs))
 
+    def forget_states(self) -> None:
+        """Empty the hash-consing tables of Earley sets and configs: sets and configs in use stay
+        valid, and the cache's entries for them stay right; only sharing with new ones is lost."""
+        with self._lock:
+            for table in self._sets + self._configs:
+                table.clear()
+            self._alone.clear()
+            self._set_items = 0
+
     # -- grammar analysis -------------------------------------------------------------------------
 
     def _init_prediction(self, n: int) -> None:
