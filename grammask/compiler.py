@@ -65,8 +65,8 @@ class CompiledGrammar:
     def cool(self) -> None:
         """Drop what decoding learned (the cache's masks and walks, the parser's shared Earley sets
         and configs); it is learned again when needed. Results never change: only time and memory.
-        `compile` cools the grammars in its cache that are idle and not among the
-        `limits.max_warm_grammars` most recently compiled."""
+        `compile` cools the grammars in its cache that no matcher uses and that are not among the
+        `limits.max_warm_grammars` it was last asked for."""
         self.cache.clear()
         self.parser.forget_states()
 

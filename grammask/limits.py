@@ -44,11 +44,11 @@ class Limits:
     max_parser_states: int = 50_000
     #: Compiled grammars kept by `grammask.compile`'s cache.
     max_cached_grammars: int = 64
-    #: Of those, the most recently compiled that keep what decoding learned (masks, walks, parser
-    #: states) while no matcher uses them. The others drop it (`CompiledGrammar.cool`) and learn
-    #: it again when used: it is most of what Python's garbage collector scans in a long-running
-    #: process, and each full collection pauses decoding for as long as the scan takes.
-    max_warm_grammars: int = 8
+    #: Of those, how many (the ones `compile` was last asked for) keep what decoding learned
+    #: (masks, walks, parser states) while no matcher uses them. The others drop it
+    #: (`CompiledGrammar.cool`) and learn it again when used: it is most of what Python's garbage
+    #: collector scans in a long-running process, and a full collection pauses decoding meanwhile.
+    max_warm_grammars: int = 4
     #: Tokens a matcher keeps for `rollback`.
     max_rollback_tokens: int = 256
     #: Wall-clock seconds one compile may take (front-end, normalisation, automata, engine tables),
