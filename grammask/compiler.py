@@ -120,7 +120,8 @@ def compile(grammar: Grammar, vocab: Vocabulary, *, limits: Limits | None = None
     compiled = CompiledGrammar(grammar, vocab, limits)
     with _cache_lock:
         _cache[key] = compiled
-        for older in list(_cache.values())[-limits.max_warm_grammars - 1 :: -1]:
+        cached = list(_cache.values())  # least recently asked for first
+        for older in cached[: max(len(cached) - limits.max_warm_grammars, 0)]:
             if older.cache.nbytes and not older.matchers:
                 older.cool()
         total = sum(c.nbytes for c in _cache.values())

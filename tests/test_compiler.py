@@ -2,11 +2,12 @@
 
 import gc
 import sys
+from collections import OrderedDict
 
 import numpy as np
 
 import grammask
-from grammask import Grammar
+from grammask import Grammar, compiler
 from grammask.compiler import CompiledGrammar
 from grammask.ir import regex as rx
 
@@ -155,15 +156,18 @@ def _mask_after(compiled: CompiledGrammar, text: bytes) -> np.ndarray:
     return bitmask
 
 
-def test_idle_grammars_past_the_warm_ones_drop_what_they_learned(vocab_llama3):
+def test_idle_grammars_past_the_warm_ones_drop_what_they_learned(vocab_llama3, monkeypatch):
     """`compile` cools the cached grammars that no matcher uses and that are not among the
     `max_warm_grammars` most recent: their caches and shared parser states go (what a full
     collection would scan), a grammar in use keeps them, and a cooled grammar's masks are the same."""
-    limits = grammask.Limits(max_warm_grammars=2)
+    monkeypatch.setattr(compiler, "_cache", OrderedDict())
 
     def schema(i: int) -> dict:
         return {**SCHEMA, "required": [f"p{i}"], "properties": {**SCHEMA["properties"], f"p{i}": {"type": "string"}}}
 
+    few = [grammask.compile(Grammar.from_json_schema(schema(i)), vocab_llama3) for i in range(10, 13)]
+    assert all(g.cache_stats().entries for g in few)  # fewer than the default four: all warm
+    limits = grammask.Limits(max_warm_grammars=2)
     busy = grammask.compile(Grammar.from_json_schema(schema(0)), vocab_llama3, limits=limits)
     in_use = busy.matcher()
     first = grammask.compile(Grammar.from_json_schema(schema(1)), vocab_llama3, limits=limits)
