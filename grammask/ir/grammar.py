@@ -24,6 +24,7 @@ from grammask.ir import regex as rx
 from grammask.ir.hashing import cached_hash
 
 __all__ = [
+    "INLINE_REGEX_SIZE",
     "Alt",
     "Expr",
     "Grammar",
@@ -98,6 +99,11 @@ class Rep:
 
 Expr = Lex | Token | Ref | Seq | Alt | Rep
 
+#: Largest regex (by `grammask.ir.regex.size`, repeats expanded) that a repetition of a lexeme, or
+#: a referenced regular rule (`grammask.ir.normalise`), becomes one lexeme as. Past it the parser
+#: counts: 1,000 array items of a 50-state lexeme would be one automaton of 50,000 states.
+INLINE_REGEX_SIZE = 2_000
+
 EMPTY_SEQ = Seq(())
 #: Matches nothing: a choice with no alternatives.
 FAIL = Alt(())
@@ -171,7 +177,9 @@ def rep(item: Expr, min: int, max: int | None) -> Expr:
     if min == max == 1:
         return item
     if isinstance(item, Lex):
-        return lex(rx.repeat(item.regex, min, max))
+        node = rx.repeat(item.regex, min, max)
+        if rx.size(node) <= INLINE_REGEX_SIZE:
+            return lex(node)
     return Rep(item, min, max)
 
 

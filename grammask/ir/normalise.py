@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from grammask.errors import GrammarError
 from grammask.ir import regex as rx
 from grammask.ir.grammar import (
+    INLINE_REGEX_SIZE,
     Alt,
     Expr,
     Grammar,
@@ -36,9 +37,6 @@ from grammask.ir.walk import Walk, run
 from grammask.limits import DEFAULT_LIMITS, Limits, check_deadline, deadline
 
 __all__ = ["BNF", "INLINE_REGEX_SIZE", "normalise", "terminal_symbol"]
-
-#: Largest regex (by `grammask.ir.regex.size`) that a referenced regular rule is inlined as.
-INLINE_REGEX_SIZE = 2_000
 
 Terminal = Lex | Token
 

@@ -5,6 +5,7 @@ import pytest
 from grammask.errors import GrammarError
 from grammask.ir import regex as rx
 from grammask.ir.grammar import (
+    INLINE_REGEX_SIZE,
     Grammar,
     Lex,
     Token,
@@ -52,6 +53,16 @@ def test_bounded_repeat_expands_into_helpers():
     assert sum(1 for t in bnf.terminals if isinstance(t, Token)) == 2
     with pytest.raises(GrammarError, match="max_grammar_rules"):
         normalise(Grammar({"root": rep(seq(token(1), ref("root")), 0, 500)}), Limits(max_grammar_rules=100))
+
+
+def test_a_repeat_of_a_lexeme_is_one_lexeme_only_while_small():
+    item = literal(",abcdefghi")  # size 11: ten characters and their concatenation
+    assert isinstance(rep(item, 0, 10), Lex)
+    large = rep(item, 0, INLINE_REGEX_SIZE // 10)
+    assert not isinstance(large, Lex)
+    # Past the size the parser counts: the copies are helper rules over the one small lexeme.
+    bnf = normalise(Grammar({"root": seq(literal("["), large, literal("]"))}))
+    assert max(rx.size(t.regex) for t in bnf.terminals if isinstance(t, Lex)) <= 11
 
 
 def test_unproductive_productions_are_dropped():

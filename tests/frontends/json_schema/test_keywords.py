@@ -365,6 +365,22 @@ def test_a_lexeme_over_a_limit_names_the_places_in_the_schema():
     assert str(raised.value).startswith("in the lexeme of rules '# (object 0, 0)', '#/$defs/node (object 0, 0)': ")
 
 
+def test_many_regular_items_are_counted_by_the_parser():
+    # 1,000 items of a 24-character string as one lexeme would be an automaton of about 50,000
+    # states (a MaskBench schema failed on max_dfa_states after 8 s and 700 MB): the items stay
+    # one small lexeme each, repeated by helper rules.
+    item = {"type": "string", "pattern": "^[a-f0-9]{24}$"}
+    schema = {"type": "array", "items": item, "maxItems": 1000}
+    parser = parser_for(grammar_from_json_schema(schema))
+    parser.compile_lexemes()
+    assert all(parser.dfa(k).n_states < 100 for k, lexeme in enumerate(parser.is_lexeme) if lexeme)
+    grammar = grammar_from_json_schema(schema)
+    for n in (0, 1, 999, 1000, 1001):
+        text = json.dumps(["0123456789abcdef01234567"] * n)
+        assert accepts(grammar, text.encode()) == (n <= 1000), n
+    assert not accepts(grammar, json.dumps(["0123456789abcdef0123456"]).encode())
+
+
 def test_nullable_adds_null():
     grammar = grammar_from_json_schema({"type": "integer", "nullable": True})
     assert accepts(grammar, b"null") and accepts(grammar, b"3") and not accepts(grammar, b'"a"')
