@@ -76,8 +76,10 @@ class CompiledGrammar:
 
     @property
     def nbytes(self) -> int:
-        """Memory held by this grammar's caches, parser states and lexer (estimated for Python objects)."""
-        return self.cache.nbytes + self.parser.nbytes + self.parser.lexer.nbytes
+        """Memory held by this grammar's caches, parser states, lexer and lexeme automata
+        (estimated for Python objects)."""
+        parser = self.parser
+        return self.cache.nbytes + parser.nbytes + parser.lexer.nbytes + parser.dfa_bytes
 
 
 def _token_ids(bnf: BNF, vocab: Vocabulary) -> list[tuple[int, ...]]:

@@ -33,8 +33,8 @@ class Limits:
     #: for a 128k vocabulary; trie walks; parser transitions): least recently used first out.
     #: Eviction never changes a result, it only costs recomputation.
     max_cache_bytes: int = 64 * 2**20
-    #: Bytes all the grammars in `grammask.compile`'s cache may hold together (their caches and
-    #: lexer tables, measured at each compile); least recently used grammars go first.
+    #: Bytes all the grammars in `grammask.compile`'s cache may hold together (their caches, lexer
+    #: tables and lexeme DFAs, measured at each compile); least recently used grammars go first.
     max_compile_cache_bytes: int = 256 * 2**20
     #: States of one grammar's lazily built lexer (512 bytes each up to 65,536, 1 KiB each past
     #: that; never evicted while the compiled grammar lives). Reaching it raises `GrammarError`.
