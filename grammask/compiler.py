@@ -54,6 +54,7 @@ class CompiledGrammar:
             self.masks.mask(self.parser.initial)
         #: The matchers alive on this grammar: one that has none may `cool`.
         self.matchers: weakref.WeakSet[Matcher] = weakref.WeakSet()
+        self._cold_nbytes: int | None = None
 
     def matcher(self, *, stop_token_ids: Iterable[int] | None = None) -> Matcher:
         """A fresh matcher at the start of the grammar.
@@ -69,6 +70,7 @@ class CompiledGrammar:
         `limits.max_warm_grammars` it was last asked for."""
         self.cache.clear()
         self.parser.forget_states()
+        self._cold_nbytes = self._measure()
 
     def cache_stats(self) -> CacheStats:
         """Entries, bytes, hits, misses and evictions of this grammar's cache."""
@@ -78,6 +80,13 @@ class CompiledGrammar:
     def nbytes(self) -> int:
         """Memory held by this grammar's caches, parser states, lexer and lexeme automata
         (estimated for Python objects)."""
+        if self._cold_nbytes is not None and not self.cache.nbytes:
+            # Cooled and not used since (a mask or a step caches something): as measured then.
+            # `compile` reads every cached grammar's size, and measuring is a dozen calls.
+            return self._cold_nbytes
+        return self._measure()
+
+    def _measure(self) -> int:
         parser = self.parser
         return self.cache.nbytes + parser.nbytes + parser.lexer.nbytes + parser.dfa_bytes
 

@@ -180,7 +180,9 @@ def test_idle_grammars_past_the_warm_ones_drop_what_they_learned(vocab_llama3, m
     assert first.cache_stats().entries == 0 and first.parser.nbytes == 0
     assert busy.cache_stats().entries and busy.parser.nbytes  # a matcher still uses it
     assert in_use.advance_bytes(b'{"p0": "')
+    cold = first.nbytes
     assert np.array_equal(_mask_after(first, text), before)
+    assert first.nbytes > cold  # used again: measured again, not taken from when it cooled
 
 
 def test_the_compile_cache_counts_the_lexeme_automata_its_grammars_keep(vocab_llama3, monkeypatch):
