@@ -99,9 +99,10 @@ class Rep:
 
 Expr = Lex | Token | Ref | Seq | Alt | Rep
 
-#: Largest regex (by `grammask.ir.regex.size`, repeats expanded) that a repetition of a lexeme, or
-#: a referenced regular rule (`grammask.ir.normalise`), becomes one lexeme as. Past it the parser
-#: counts: 1,000 array items of a 50-state lexeme would be one automaton of 50,000 states.
+#: Largest regex (by `grammask.ir.regex.size`, repeats expanded) that a repetition of a lexeme
+#: (other than one character class), or a referenced regular rule (`grammask.ir.normalise`),
+#: becomes one lexeme as. Past it the parser counts: 1,000 array items of a 50-state lexeme
+#: would be one automaton of 50,000 states.
 INLINE_REGEX_SIZE = 2_000
 
 EMPTY_SEQ = Seq(())
@@ -178,7 +179,9 @@ def rep(item: Expr, min: int, max: int | None) -> Expr:
         return item
     if isinstance(item, Lex):
         node = rx.repeat(item.regex, min, max)
-        if rx.size(node) <= INLINE_REGEX_SIZE:
+        # A run of one character class stays one lexeme at any length: its automaton is a chain
+        # of one state a character (`[^"]{0,10000}`), which the parser would count far slower.
+        if rx.size(node) <= INLINE_REGEX_SIZE or isinstance(item.regex, rx.CharClass):
             return lex(node)
     return Rep(item, min, max)
 

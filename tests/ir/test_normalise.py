@@ -58,6 +58,7 @@ def test_bounded_repeat_expands_into_helpers():
 def test_a_repeat_of_a_lexeme_is_one_lexeme_only_while_small():
     item = literal(",abcdefghi")  # size 11: ten characters and their concatenation
     assert isinstance(rep(item, 0, 10), Lex)
+    assert isinstance(rep(Lex(rx.char_class([(97, 122)])), 0, 10_000), Lex)  # a chain of states
     large = rep(item, 0, INLINE_REGEX_SIZE // 10)
     assert not isinstance(large, Lex)
     # Past the size the parser counts: the copies are helper rules over the one small lexeme.
