@@ -777,6 +777,10 @@ class Builder:
         # Lexemes end at the closing quote, not before it: a lexeme that could end after any
         # character would make every token inside the string a split to check.
         quote = g.literal('"')
+        if hi is None and lo > LEXEME_REPEAT_MAX:
+            # Exactly `lo` characters as binary blocks, then any more: one lexeme of `lo` chained
+            # characters is over `max_dfa_states` from about a thousand on.
+            return g.seq(quote, self._exactly(lo), g.lex(rx.concat(rx.repeat(_ANY_CHAR_JSON, 0, None), _QUOTE)))
         if hi is None or hi <= LEXEME_REPEAT_MAX:
             return g.lex(rx.concat(_QUOTE, rx.repeat(_ANY_CHAR_JSON, lo, hi), _QUOTE))
         if hi <= CHUNKED_STRING_MAX:

@@ -381,6 +381,18 @@ def test_many_regular_items_are_counted_by_the_parser():
     assert not accepts(grammar, json.dumps(["0123456789abcdef0123456"]).encode())
 
 
+def test_a_long_minimum_length_is_counted_in_blocks():
+    # One lexeme of 1,000 chained string characters failed on max_dfa_states after 1.4 s.
+    schema = {"type": "string", "minLength": 1000}
+    parser = parser_for(grammar_from_json_schema(schema))
+    parser.compile_lexemes()  # the largest: 64 characters (about 2,700 byte states) and the rest
+    assert all(parser.dfa(k).n_states < 5000 for k, lexeme in enumerate(parser.is_lexeme) if lexeme)
+    grammar, validator = grammar_from_json_schema(schema), _validator(schema)
+    for instance in ("x" * 999, "x" * 1000, "é" * 1000 + "y", "\n" * 1000, 'a"' * 499, 'a"' * 500):
+        for text in (json.dumps(instance), json.dumps(instance, ensure_ascii=False)):
+            assert accepts(grammar, text.encode()) == validator.is_valid(instance), text[:20]
+
+
 def test_nullable_adds_null():
     grammar = grammar_from_json_schema({"type": "integer", "nullable": True})
     assert accepts(grammar, b"null") and accepts(grammar, b"3") and not accepts(grammar, b'"a"')
