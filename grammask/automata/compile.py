@@ -76,7 +76,7 @@ def compile_regex(node: rx.RegexNode, *, limits: Limits = DEFAULT_LIMITS) -> Byt
     found = _cache.get(key)
     if found is None:
         found = _compile(node, limits)
-        _cache.put(key, found, found.transitions.nbytes + found.accepting.nbytes)
+        _cache.put(key, found, found.nbytes)
     return found
 
 

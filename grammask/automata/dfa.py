@@ -41,6 +41,13 @@ class ByteDFA:
     def n_states(self) -> int:
         return int(self.transitions.shape[0])
 
+    @property
+    def nbytes(self) -> int:
+        """Memory the DFA keeps alive: a joined DFA's table is a view of a table a little larger
+        (`concat_dfas`), which is what it holds."""
+        table = self.transitions
+        return getattr(table.base, "nbytes", table.nbytes) + self.accepting.nbytes
+
     def matches(self, data: bytes) -> bool:
         """Whether the whole of `data` is accepted."""
         table = self.transitions

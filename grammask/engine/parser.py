@@ -283,8 +283,7 @@ class _Lexemes:
                     found = compile_regex(self._regexes[terminal], limits=self._limits)
                     self._dfas[terminal] = found
                     del self._regexes[terminal]
-                    table = found.transitions  # a joined DFA's is a view of a table a little larger
-                    self.nbytes += getattr(table.base, "nbytes", table.nbytes) + found.accepting.nbytes
+                    self.nbytes += found.nbytes
         return found
 
 
