@@ -36,7 +36,7 @@ from grammask.ir.grammar import (
 from grammask.ir.walk import Walk, run
 from grammask.limits import DEFAULT_LIMITS, Limits, check_deadline, deadline
 
-__all__ = ["BNF", "INLINE_REGEX_SIZE", "normalise", "terminal_symbol"]
+__all__ = ["BNF", "normalise", "terminal_symbol"]
 
 Terminal = Lex | Token
 

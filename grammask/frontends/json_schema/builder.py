@@ -35,7 +35,6 @@ from grammask.frontends.json_schema.whitespace import MAX_PRETTY_DEPTH, Whitespa
 from grammask.frontends.regex_syntax import parse_search_pattern
 from grammask.ir import grammar as g
 from grammask.ir import regex as rx
-from grammask.ir.normalise import INLINE_REGEX_SIZE
 from grammask.limits import DEFAULT_LIMITS, Limits, check_deadline
 
 __all__ = ["LEXEME_REPEAT_MAX", "MAX_BRANCH_PRODUCT", "MAX_SCHEMA_DEPTH", "Builder"]
@@ -329,7 +328,7 @@ class Builder:
     def _own_rule_if_large(self, expr: g.Expr, ptr: str, depth: int) -> g.Expr:
         """A lexeme too large to inline becomes a rule, so the containers around it stay rules
         instead of growing one lexeme by every nesting level (a 500-deep array is 500 rules)."""
-        if isinstance(expr, g.Lex) and rx.size(expr.regex) > INLINE_REGEX_SIZE:
+        if isinstance(expr, g.Lex) and rx.size(expr.regex) > g.INLINE_REGEX_SIZE:
             return self.rule(("lexeme", expr), lambda: expr, self._at(ptr, depth))
         return expr
 
