@@ -23,48 +23,49 @@ __all__ = ["subtract_dfas"]
 def subtract_dfas(left: ByteDFA, right: ByteDFA, max_states: int) -> ByteDFA | None:
     """The DFA of the strings `left` accepts and `right` does not, or None when the product needs
     more than `max_states` states before trimming."""
-    n_left = left.n_states
-    lt, la, ra = left.transitions, left.accepting, right.accepting
-    # The right side's rows as (byte, target) lists: its automaton is sparse (names, spelled out).
-    states, bytes_ = np.nonzero(right.transitions)
-    sparse: list[list[tuple[int, int]]] = [[] for _ in range(right.n_states)]
-    targets = right.transitions[states, bytes_]
-    for state, byte, target in zip(states.tolist(), bytes_.tolist(), targets.tolist(), strict=True):
-        sparse[state].append((byte, target))
-    # Pairs (left, right) in order of discovery; a pair's row names left's own states as -q.
-    ids = {(START, START): 0}
-    pairs = [(START, START)]
+    n_left, n_right = left.n_states, right.n_states
+    lt, la, ra, rt = left.transitions, left.accepting, right.accepting, right.transitions
+    # Pairs (left, right) as codes left * n_right + right, numbered breadth first (targets of a
+    # pair by byte), one level of the search at a time: a level's rows are a gather from both
+    # tables, and only its distinct targets are looked up one by one. A pair's row names left's
+    # own states as -q (where right dies) and pairs as -(number + n_left).
+    ids = {START * n_right + START: 0}
+    level = np.array([START * n_right + START], dtype=np.int64)
     rows: list[np.ndarray] = []
-    successors: list[list[int]] = []  # per pair, the pairs a byte leads to
-    for q, r in pairs:
-        row = -lt[q]
-        after = []
-        for byte, r_next in sparse[r]:
-            q_next = int(lt[q, byte])
-            if q_next:
-                pair = (q_next, r_next)
-                found = ids.get(pair)
-                if found is None:
-                    if len(pairs) + n_left > max_states:
-                        return None
-                    found = ids[pair] = len(pairs)
-                    pairs.append(pair)
-                row[byte] = -found - n_left  # below every -q: renumbered once pairs are known
-                after.append(found)
-        rows.append(row)
-        successors.append(after)
-    paired = np.array(rows, dtype=np.int32)
-    left_of, right_of = np.array(pairs).T
+    sources: list[np.ndarray] = []  # the edges between pairs, for the search for live pairs
+    targets: list[np.ndarray] = []
+    done = 0  # pairs in the levels before this one
+    while len(level):
+        q, r = np.divmod(level, n_right)
+        after = lt[q].astype(np.int64)
+        both = (after != 0) & (rt[r] != 0)
+        codes = after[both] * n_right + rt[r][both]  # parent by parent, each by byte
+        distinct, first = np.unique(codes, return_index=True)
+        new = [c for c in distinct[np.argsort(first, kind="stable")].tolist() if c not in ids]
+        if len(ids) + len(new) + n_left > max_states:
+            return None
+        ids.update(zip(new, range(len(ids), len(ids) + len(new)), strict=True))
+        numbers = np.fromiter(map(ids.__getitem__, distinct.tolist()), dtype=np.int64, count=len(distinct))
+        to = numbers[np.searchsorted(distinct, codes)]
+        row = -after
+        row[both] = -(to + n_left)
+        rows.append(row.astype(np.int32))
+        sources.append(np.nonzero(both)[0] + done)
+        targets.append(to)
+        done += len(level)
+        level = np.array(new, dtype=np.int64)
+    paired = np.concatenate(rows)
+    left_of, right_of = np.divmod(np.fromiter(ids, dtype=np.int64, count=len(ids)), n_right)
     accepts = la[left_of] & ~ra[right_of]
     # Left's own states all can accept (it is trim): a pair can, if it accepts, falls off the
     # right side somewhere, or leads to a pair that can.
-    live = (accepts | ((paired < 0) & (paired > -n_left)).any(axis=1)).tolist()
-    changed = True
-    while changed:
-        changed = False
-        for i in reversed(range(len(pairs))):  # successors mostly come later: one pass, usually
-            if not live[i] and any(live[j] for j in successors[i]):
-                live[i] = changed = True
+    live = accepts | ((paired < 0) & (paired > -n_left)).any(axis=1)
+    source, target = np.concatenate(sources), np.concatenate(targets)
+    while True:
+        grown = live[target] & ~live[source]
+        if not grown.any():
+            break
+        live[source[grown]] = True
     if not live[0]:
         return ByteDFA(np.zeros((2, 256), dtype=np.int32), np.zeros(2, dtype=bool))
     # States: 0 dead, the live pairs from 1, then the left states the pairs fall into, and what
@@ -73,7 +74,7 @@ def subtract_dfas(left: ByteDFA, right: ByteDFA, max_states: int) -> ByteDFA | N
     paired = paired[kept_pairs]
     entries = np.unique(-paired[(paired < 0) & (paired > -n_left)])
     kept_left = np.array(sorted(_reached(left.successors, entries.tolist())), dtype=np.int64)
-    new_id = np.zeros(n_left + len(pairs), dtype=np.int32)  # by left state, then by pair + n_left
+    new_id = np.zeros(n_left + len(ids), dtype=np.int32)  # by left state, then by pair + n_left
     new_id[kept_left] = np.arange(1 + len(kept_pairs), 1 + len(kept_pairs) + len(kept_left), dtype=np.int32)
     new_id[n_left + kept_pairs] = np.arange(1, 1 + len(kept_pairs), dtype=np.int32)
     table = np.zeros((1 + len(kept_pairs) + len(kept_left), 256), dtype=np.int32)
