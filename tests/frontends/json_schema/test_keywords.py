@@ -50,6 +50,14 @@ CASES = [
     ({"type": "string", "pattern": "^[a-z]+[0-9]?$"}, ["abc", "abc1", "abc12", "", "ABC"]),
     ({"type": "string", "pattern": "b+"}, ["abbc", "ac", "b"]),
     ({"type": "string", "pattern": "^[A-Z][a-z]*$", "maxLength": 4}, ["Abcd", "Abcde", "A", "ab"]),
+    # lengths counted through a pattern that is no single repeat: a difference of automata
+    (
+        {"type": "string", "pattern": "^[a-z]+(-[a-z]+)*$", "minLength": 3, "maxLength": 6},
+        ["ab", "abc", "a-b", "ab-cd", "abc-de", "abc-def", "abcdefg", "ab-", "é-éé"],
+    ),
+    ({"type": "string", "pattern": "x", "maxLength": 3}, ["x", "axb", "éé\nx", "abxc", "abc", "\n\n\n"]),
+    ({"type": "string", "pattern": "^(ab|c)+$", "minLength": 4}, ["abab", "cab", "ccc", "cccc", "abc", "abcab"]),
+    ({"type": "string", "format": "ipv4", "maxLength": 8}, ["1.2.3.4", "10.2.3.4", "10.20.3.4", "1.2.3"]),
     ({"type": "string", "format": "date"}, ["2024-02-29", "2023-02-29", "2023-04-31", "2023-12-31", "2023-1-01"]),
     ({"type": "string", "format": "ipv4"}, ["10.0.0.255", "10.0.0.256", "1.2.3", "01.2.3.4"]),
     ({"type": "string", "format": "uuid"}, ["123e4567-e89b-12d3-a456-426614174000", "123e4567e89b12d3"]),
@@ -337,6 +345,7 @@ def test_escapes_decode_before_patterns_and_lengths():
         ({"type": "integer", "minimum": 5, "maximum": 1}, "unsatisfiable"),
         ({"type": "strin"}, "unknown type"),
         ({"type": "string", "not": {"pattern": "a"}}, "pattern"),
+        ({"type": "string", "format": "email", "maxLength": 1024}, "counting 1025 lengths"),
         ({"oneOf": [{"type": "string"}, {"pattern": "^a"}]}, "oneOf"),
         ("{not json", "not valid JSON"),
         (

@@ -1,5 +1,6 @@
 """`strings.subtract_words`: "these strings but not those words", by derivatives for finite sets and
-as an `rx.Difference` for infinite ones; checked by `re` and through the compiled JSON literal."""
+as an `rx.Difference` for infinite ones; `strings.restrict_length`: a pattern within length bounds.
+Both checked by `re` and through the compiled JSON literal."""
 
 import json
 import os
@@ -30,6 +31,28 @@ def test_subtracted_words_are_gone_and_nothing_else(case, words, texts) -> None:
     for text in [*texts, *words, *([example] if example is not None else [])]:
         expected = re.fullmatch(pattern, text) is not None and text not in words
         assert strings.matches(node, text) == expected, (pattern, words, text)
+        for ensure_ascii in (True, False):
+            assert literal.matches(json.dumps(text, ensure_ascii=ensure_ascii).encode()) == expected
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    patterns(PY_SHORTHANDS, dot=True),
+    st.integers(0, 4),
+    st.none() | st.integers(0, 6),
+    st.lists(TEXT, max_size=6),
+)
+def test_lengths_within_a_pattern_are_exact(case, lo, hi, texts) -> None:
+    pattern, example = case
+    assume(hi is None or lo <= hi)
+    try:
+        node = strings.restrict_length(parse_regex(pattern), lo, hi, "")
+        literal = compile_regex(strings.string_literal(node))
+    except GrammarError:  # a limit (the pattern is too large to count through)
+        assume(False)
+    for text in [*texts, *([example] if example is not None else [])]:
+        expected = re.fullmatch(pattern, text) is not None and lo <= len(text) and (hi is None or len(text) <= hi)
+        assert strings.matches(node, text) == expected, (pattern, lo, hi, text)
         for ensure_ascii in (True, False):
             assert literal.matches(json.dumps(text, ensure_ascii=ensure_ascii).encode()) == expected
 
