@@ -179,6 +179,14 @@ def _declared(s: dict) -> frozenset[str]:
     return frozenset(s.get("properties", {})) | frozenset(s.get("required", []))
 
 
+def _pattern(pattern: str, ptr: str) -> rx.RegexNode:
+    """The strings in which `pattern` finds a match."""
+    try:
+        return parse_search_pattern(pattern, flavor="ecma")
+    except GrammarError as exc:
+        raise GrammarError(f"pattern: {exc.reason}", pointer=f"{ptr}/pattern") from None
+
+
 def _unconstraining(key: str, value: object) -> bool:
     """Whether the keyword, as written, constrains nothing (so its negation is empty)."""
     if key in ("additionalProperties", "items", "propertyNames", "contains"):
@@ -565,6 +573,12 @@ class Builder:
                 out += [sub for sub, _ in value]
             elif key == "_nonint":
                 out.append({"type": ["integer"]})
+            elif key == "pattern":
+                out.append({"type": ["string"], "_not_patterns": [value]})
+            elif key == "_patterns":
+                out += [{"type": ["string"], "_not_patterns": [p]} for p in value]
+            elif key == "_not_patterns":
+                out += [{"type": ["string"], "pattern": p} for p in value]
             elif key in ("prefixItems", "items", "additionalProperties"):
                 out += self._negate_members(n, key, ptr, declared)
             elif key not in ("type", "enum", "_exclude") and not _unconstraining(key, value):
@@ -735,20 +749,15 @@ class Builder:
             ):
                 raise GrammarError(f"{key} must be a non-negative integer", pointer=f"{ptr}/{key}")
         lo, hi = int(lo), None if hi is None else int(hi)
-        content = None
-        if "pattern" in s:
-            try:
-                content = parse_search_pattern(s["pattern"], flavor="ecma")
-            except GrammarError as exc:
-                raise GrammarError(f"pattern: {exc.reason}", pointer=f"{ptr}/pattern") from None
-        fmt = format_regex(s["format"]) if isinstance(s.get("format"), str) else None
+        # The patterns and format all hold (intersections), the negated patterns do not.
+        regexes = [_pattern(p, ptr) for p in ([s["pattern"]] if "pattern" in s else []) + s.get("_patterns", [])]
         if s.get("format") in UNENFORCEABLE_FORMATS:
             self.unsupported(f"format {s['format']!r}", f"{ptr}/format")
-        if fmt is not None:
-            if content is not None:
-                self.unsupported("pattern together with format", f"{ptr}/format")
-            else:
-                content = fmt
+        elif isinstance(s.get("format"), str) and (fmt := format_regex(s["format"])) is not None:
+            regexes.append(fmt)
+        content = None if not regexes else functools.reduce(strings.intersect, regexes)
+        for p in s.get("_not_patterns", []):
+            content = rx.difference(rx.star(rx.ANY_CHAR) if content is None else content, _pattern(p, ptr))
         if content is not None and (lo, hi) != (0, None):
             try:
                 content = strings.restrict_length(content, lo, hi, ptr)

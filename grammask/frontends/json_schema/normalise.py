@@ -8,7 +8,8 @@ satisfies. `anyOf`/`oneOf` become `_branches` entries `(kind, subschemas, pointe
 `_not` entries `(subschema, pointer)`; `_exclude` lists values the instance must differ from (the
 negation of an `enum`); `_nonint` keeps only non-integer numbers (the negation of `type: integer`);
 `_extra` asks an object for at least one key it does not name (the negation of
-`additionalProperties: false`).
+`additionalProperties: false`); `_patterns` lists more patterns a string must match (an `allOf` of
+different patterns) and `_not_patterns` patterns it must not match (the negation of `pattern`).
 Merging intersects keyword by keyword; property-wise it keeps each object's own
 `additionalProperties` meaning (a property one side does not declare gets that side's additional
 or pattern schema), and the merged `properties` order is the first schema's followed by the new
@@ -95,6 +96,8 @@ KEYWORDS = frozenset(
         "_exclude",
         "_nonint",
         "_extra",
+        "_patterns",
+        "_not_patterns",
     }
 )
 
@@ -419,6 +422,7 @@ def merge(a: dict, b: dict, ptr: str) -> dict:
         return dict(FALSE)
     out = {k: v for k, v in a.items() if k not in b}
     out.update({k: v for k, v in b.items() if k not in a})
+    also: list[str] = []  # a second pattern, which the string must match too
     for key in set(a) & set(b):
         x, y = a[key], b[key]
         if key == "type":
@@ -437,8 +441,11 @@ def merge(a: dict, b: dict, ptr: str) -> dict:
             out[key] = x or y
         elif key == "multipleOf":
             out[key] = _lcm(_num(x, ptr, key), _num(y, ptr, key), ptr)
-        elif key in ("_branches", "_not", "_exclude", "allOf"):
+        elif key in ("_branches", "_not", "_exclude", "_patterns", "_not_patterns", "allOf"):
             out[key] = [*x, *y]
+        elif key == "pattern" and x != y:
+            out[key] = x
+            also.append(y)
         elif key in (
             "properties",
             "patternProperties",
@@ -453,6 +460,8 @@ def merge(a: dict, b: dict, ptr: str) -> dict:
             raise GrammarError(f"allOf with two different {key!r} values cannot be merged exactly", pointer=ptr)
         else:
             out[key] = x  # the same value on both sides (a `pattern`, `format`, `contains`, ...)
+    if also:
+        out["_patterns"] = [*out.get("_patterns", []), *also]
     if set(a) & {"properties", "patternProperties", "additionalProperties", "required", "propertyNames"} or set(b) & {
         "properties",
         "patternProperties",

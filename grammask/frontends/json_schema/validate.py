@@ -11,16 +11,32 @@ from collections.abc import Callable
 from typing import Any
 
 from grammask.errors import GrammarError
+from grammask.frontends.json_schema import strings
+from grammask.frontends.json_schema.formats import UNENFORCEABLE_FORMATS, format_regex
 from grammask.frontends.json_schema.normalise import (
     canonical,
     json_type,
     number_value,
     property_schema,
 )
+from grammask.frontends.regex_syntax import parse_search_pattern
 
 __all__ = ["conforms"]
 
 Resolve = Callable[[object, str], dict]
+
+
+def _search(pattern: str, value: str, ptr: str) -> bool:
+    """Whether `pattern` finds a match in `value`: as a grammar reads the pattern (ECMA-262), or
+    by Python's `re` where grammask has no regex for it (a lookahead, say)."""
+    try:
+        return strings.matches(parse_search_pattern(pattern, flavor="ecma"), value)
+    except GrammarError:
+        pass
+    try:
+        return re.search(pattern, value) is not None
+    except re.error as exc:
+        raise GrammarError(f"cannot evaluate pattern: {exc}", pointer=f"{ptr}/pattern") from None
 
 
 def conforms(value: Any, schema: dict, ptr: str, resolve: Resolve) -> bool:
@@ -52,14 +68,17 @@ def conforms(value: Any, schema: dict, ptr: str, resolve: Resolve) -> bool:
     if t == "string":
         if not schema.get("minLength", 0) <= len(value) <= schema.get("maxLength", len(value)):
             return False
-        if "pattern" in schema:
-            try:
-                if re.search(schema["pattern"], value) is None:
-                    return False
-            except re.error as exc:
-                raise GrammarError(f"cannot evaluate pattern: {exc}", pointer=f"{ptr}/pattern") from None
+        patterns = ([schema["pattern"]] if "pattern" in schema else []) + schema.get("_patterns", [])
+        if not all(_search(p, value, ptr) for p in patterns):
+            return False
+        if any(_search(p, value, ptr) for p in schema.get("_not_patterns", [])):
+            return False
         if "format" in schema:
-            raise GrammarError("enum or property names combined with format", pointer=f"{ptr}/format")
+            if schema["format"] in UNENFORCEABLE_FORMATS:
+                raise GrammarError("enum or property names combined with format", pointer=f"{ptr}/format")
+            regex = format_regex(schema["format"])
+            if regex is not None and not strings.matches(regex, value):
+                return False
     if t == "array":
         if not schema.get("minItems", 0) <= len(value) <= schema.get("maxItems", len(value)):
             return False
