@@ -25,6 +25,7 @@ from grammask.frontends.json_schema.normalise import (
     merge,
     normalise,
     number_value,
+    pattern_matches,
     property_schema,
     types_of,
 )
@@ -38,6 +39,11 @@ from grammask.ir import regex as rx
 from grammask.limits import DEFAULT_LIMITS, Limits, check_deadline
 
 __all__ = ["LEXEME_REPEAT_MAX", "MAX_BRANCH_PRODUCT", "MAX_SCHEMA_DEPTH", "Builder"]
+
+#: Most `patternProperties` an object may have for its additional keys to be split exactly, by
+#: the set of patterns each key matches (2 ** n key classes, many of them empty); over it, every
+#: additional key's value must meet every pattern's schema.
+PATTERN_CLASSES_MAX = 3
 
 #: Longest bounded string repeat kept inside one lexeme; longer ones become binary-block rules,
 #: since a lexeme's automaton grows with its bound.
@@ -195,6 +201,10 @@ def _unconstraining(key: str, value: object) -> bool:
         return not isinstance(value, str) or format_regex(value) is None
     return key == "uniqueItems" and value is False
 
+
+#: Additional keys of an object that share a value schema: their regex (or, from a finite
+#: `propertyNames`, their list) and the schemas their value meets.
+_KeyClass = tuple[rx.RegexNode, list[str] | None, list[object]]
 
 _ANY_CHAR_JSON = strings.encode(rx.ANY_CHAR)
 _QUOTE = rx.literal('"')
@@ -1038,47 +1048,68 @@ class Builder:
         return [v for v in self._finite_values(name_schema, ptr) or [] if isinstance(v, str)]
 
     def _additional(self, s: dict, ptr: str, depth: int, names: list[str], name_schema: dict | None) -> g.Expr | None:
-        """One additional `"key": value` entry (None when no additional property is allowed)."""
+        """One `"key": value` entry of a name not in `names` (None when no such property is
+        allowed): a choice between key classes, one per set of `patternProperties` a key matches
+        (each class's value meets all of that set's schemas, and `additionalProperties` where it
+        matches none). Up to `PATTERN_CLASSES_MAX` patterns; over that, every key's value meets
+        every pattern's schema (stricter, with a warning)."""
         patterns = s.get("patternProperties", {})
         additional = s.get("additionalProperties", True)
-        value_parts = list(patterns.values())
-        if patterns and additional is not True and additional is not False and additional != {}:
-            value_parts.append(additional)
-        if additional is False or (isinstance(additional, dict) and self.flatten(additional, ptr).get("_false")):
-            if not patterns:
-                return None
-            keys = rx.alt(*(parse_search_pattern(p, flavor="ecma") for p in patterns))
-        else:
-            keys = rx.star(rx.ANY_CHAR)
-            if not patterns:
-                value_parts = [additional]
         finite = None if name_schema is None else self._finite_names(name_schema, f"{ptr}/propertyNames")
-        if finite is not None:
-            if keys != rx.star(rx.ANY_CHAR):  # only names some pattern matches
-                finite = [n for n in finite if strings.matches(keys, n)]
-            keys = rx.words(finite)
-        elif name_schema is not None and set(name_schema) - {"type"}:
-            content, lo, hi = self.string_content(name_schema, f"{ptr}/propertyNames")
-            if content is None:
-                content = rx.repeat(rx.ANY_CHAR, lo, hi)
+        named = rx.star(rx.ANY_CHAR)  # the key names propertyNames allows, when not a finite list
+        if finite is None and name_schema is not None and set(name_schema) - {"type"}:
             if set(name_schema) - {"pattern", "minLength", "maxLength", "format", "type"}:
                 self.unsupported(
                     "propertyNames with keywords other than pattern, format and lengths", f"{ptr}/propertyNames"
                 )
-            elif keys != rx.star(rx.ANY_CHAR):
-                self.unsupported("propertyNames together with patternProperties", f"{ptr}/propertyNames")
             else:
-                keys = content
-        keys = strings.subtract_words(keys, set(names)) if not rx.is_nothing(keys) else keys
-        if rx.is_nothing(keys):
-            return None
-        value_schema = value_parts[0] if len(value_parts) == 1 else {"allOf": value_parts}
-        if len(patterns) > 1 or (patterns and additional is not False):
+                content, lo, hi = self.string_content(name_schema, f"{ptr}/propertyNames")
+                named = rx.repeat(rx.ANY_CHAR, lo, hi) if content is None else content
+        if len(patterns) > PATTERN_CLASSES_MAX:
             self.warnings.append(
                 f"note at {ptr or '/'}: additional properties must satisfy every "
                 "patternProperties schema (a stricter, safe reading)"
             )
-        value = self.value(value_schema, f"{ptr}/additionalProperties", depth + 1)
-        if value == g.FAIL:
-            return None
-        return g.seq(g.lex(rx.concat(strings.string_literal(keys), self.ws.colon())), value)
+            parts = [*patterns.values(), *([] if additional in (True, False, {}) else [additional])]
+            keys = named
+            if additional is False:
+                keys = strings.intersect(rx.alt(*(parse_search_pattern(p, flavor="ecma") for p in patterns)), named)
+            words = None if finite is None else [n for n in finite if strings.matches(keys, n)]
+            classes: list[_KeyClass] = [(keys, words, parts)]
+        else:
+            classes = self._key_classes(patterns, additional, named, finite, ptr)
+        entries = []
+        for keys, words, parts in classes:
+            if words is not None:
+                keys = rx.words(words)
+            keys = strings.subtract_words(keys, set(names)) if not rx.is_nothing(keys) else keys
+            if rx.is_nothing(keys):
+                continue
+            schema = parts[0] if len(parts) == 1 else {"allOf": parts}
+            value = self.value(schema, f"{ptr}/additionalProperties", depth + 1)
+            if value != g.FAIL:
+                entries.append(g.seq(g.lex(rx.concat(strings.string_literal(keys), self.ws.colon())), value))
+        return g.alt(*entries) if entries else None
+
+    @staticmethod
+    def _key_classes(
+        patterns: dict, additional: bool | dict, named: rx.RegexNode, finite: list[str] | None, ptr: str
+    ) -> list[_KeyClass]:
+        """(keys, or the finite names, and the value's schemas) for each set of patterns a key may
+        match exactly, the empty set included unless `additionalProperties` is false."""
+        regexes = [parse_search_pattern(p, flavor="ecma") for p in patterns]
+        schemas = list(patterns.values())
+        out: list[_KeyClass] = []
+        for chosen in itertools.product((True, False), repeat=len(patterns)):
+            if not any(chosen) and additional is False:
+                continue
+            parts = [sub for sub, c in zip(schemas, chosen, strict=True) if c] or [additional]
+            if finite is not None:
+                pairs = list(zip(patterns, chosen, strict=True))
+                words = [n for n in finite if all(pattern_matches(p, n, ptr) == c for p, c in pairs)]
+                out.append((rx.NOTHING, words, parts))
+                continue
+            keys = functools.reduce(strings.intersect, [r for r, c in zip(regexes, chosen, strict=True) if c], named)
+            others = [r for r, c in zip(regexes, chosen, strict=True) if not c]
+            out.append((rx.difference(keys, rx.alt(*others)) if others else keys, None, parts))
+        return out

@@ -69,6 +69,33 @@ CASES = [
     ),
     ({"not": {"allOf": [{"pattern": "^a"}, {"pattern": "z$"}]}}, ["az", "a", "z", 1]),
     ({"enum": ["a@b.co", "nope", 3, "c@d"], "format": "email"}, ["a@b.co", "nope", 3, "c@d"]),
+    # additional keys split by the set of patternProperties each matches
+    (
+        {"type": "object", "patternProperties": {"^a": {"type": "integer"}, "b$": {"minimum": 5}}},
+        [{"ab": 7}, {"ab": 3}, {"a": 3}, {"b": 3}, {"b": "x"}, {"c": "x"}, {"a": "x"}, {"a": 1, "ab": 5, "cb": 6}],
+    ),
+    (
+        {"patternProperties": {"^a": {"type": "integer"}}, "additionalProperties": {"type": "string"}},
+        [{"c": "x"}, {"c": 1}, {"a": 1}, {"a": "x"}, {}],
+    ),
+    (
+        {
+            "patternProperties": {"^BIOS$": {"pattern": "sys$"}, "^\\.": {"pattern": "^app"}},
+            "additionalProperties": False,
+        },
+        [{"BIOS": "x-sys"}, {"BIOS": "app"}, {".x": "app1"}, {".x": "x-sys"}, {"other": "a"}],
+    ),
+    (
+        {
+            "propertyNames": {"enum": ["ax", "bx", "c"]},
+            "patternProperties": {"^a": {"type": "integer"}, "^b": {"type": "string"}},
+        },
+        [{"ax": 1}, {"bx": 1}, {"bx": "1"}, {"c": None}, {"d": 1}],
+    ),
+    (
+        {"propertyNames": {"maxLength": 2}, "patternProperties": {"^a": {"type": "integer"}}},
+        [{"ab": 1}, {"abc": 1}, {"b": "s"}, {"a": "s"}],
+    ),
     ({"type": "string", "format": "date"}, ["2024-02-29", "2023-02-29", "2023-04-31", "2023-12-31", "2023-1-01"]),
     ({"type": "string", "format": "ipv4"}, ["10.0.0.255", "10.0.0.256", "1.2.3", "01.2.3.4"]),
     ({"type": "string", "format": "uuid"}, ["123e4567-e89b-12d3-a456-426614174000", "123e4567e89b12d3"]),
