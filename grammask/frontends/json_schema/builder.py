@@ -40,6 +40,10 @@ from grammask.limits import DEFAULT_LIMITS, Limits, check_deadline
 
 __all__ = ["LEXEME_REPEAT_MAX", "MAX_BRANCH_PRODUCT", "MAX_SCHEMA_DEPTH", "Builder"]
 
+#: Most pairs of `oneOf` branches that may overlap, in a `oneOf` under `not`: its negation is
+#: "none of them, or two at once", one `allOf` per such pair.
+ONEOF_NEGATION_PAIRS_MAX = 16
+
 #: Most `patternProperties` an object may have for its additional keys to be split exactly, by
 #: the set of patterns each key matches (2 ** n key classes, many of them empty); over it, every
 #: additional key's value must meet every pattern's schema.
@@ -574,11 +578,14 @@ class Builder:
                 ]
             elif key == "_branches":
                 for kind, subs, bptr in value:
+                    out.append({"allOf": [{"not": sub} for sub in subs]})  # none of them
                     if kind == "oneOf" and len(subs) > 1:
                         flat = [self.flatten(sub, f"{bptr}/{i}") for i, sub in enumerate(subs)]
-                        if not all(self.disjoint(a, b) for i, a in enumerate(flat) for b in flat[i + 1 :]):
+                        pairs = [(i, j) for i in range(len(subs)) for j in range(i + 1, len(subs))]
+                        overlapping = [(i, j) for i, j in pairs if not self.disjoint(flat[i], flat[j])]
+                        if len(overlapping) > ONEOF_NEGATION_PAIRS_MAX:
                             raise GrammarError("not of a oneOf whose branches may overlap", pointer=bptr)
-                    out.append({"allOf": [{"not": sub} for sub in subs]})
+                        out += [{"allOf": [subs[i], subs[j]]} for i, j in overlapping]  # or two at once
             elif key == "_not":
                 out += [sub for sub, _ in value]
             elif key == "_nonint":
@@ -589,6 +596,10 @@ class Builder:
                 out += [{"type": ["string"], "_not_patterns": [p]} for p in value]
             elif key == "_not_patterns":
                 out += [{"type": ["string"], "pattern": p} for p in value]
+            elif key == "format" and not _unconstraining(key, value):
+                out.append({"type": ["string"], "_not_formats": [value]})
+            elif key == "_not_formats":
+                out += [{"type": ["string"], "format": f} for f in value]
             elif key in ("prefixItems", "items", "additionalProperties"):
                 out += self._negate_members(n, key, ptr, declared)
             elif key not in ("type", "enum", "_exclude") and not _unconstraining(key, value):
@@ -759,15 +770,17 @@ class Builder:
             ):
                 raise GrammarError(f"{key} must be a non-negative integer", pointer=f"{ptr}/{key}")
         lo, hi = int(lo), None if hi is None else int(hi)
-        # The patterns and format all hold (intersections), the negated patterns do not.
+        # The patterns and format all hold (intersections), the negated patterns and formats do not.
         regexes = [_pattern(p, ptr) for p in ([s["pattern"]] if "pattern" in s else []) + s.get("_patterns", [])]
         if s.get("format") in UNENFORCEABLE_FORMATS:
             self.unsupported(f"format {s['format']!r}", f"{ptr}/format")
         elif isinstance(s.get("format"), str) and (fmt := format_regex(s["format"])) is not None:
             regexes.append(fmt)
         content = None if not regexes else functools.reduce(strings.intersect, regexes)
-        for p in s.get("_not_patterns", []):
-            content = rx.difference(rx.star(rx.ANY_CHAR) if content is None else content, _pattern(p, ptr))
+        excluded = [_pattern(p, ptr) for p in s.get("_not_patterns", [])]
+        excluded += [regex for f in s.get("_not_formats", []) if (regex := format_regex(f)) is not None]
+        for regex in excluded:
+            content = rx.difference(rx.star(rx.ANY_CHAR) if content is None else content, regex)
         if content is not None and (lo, hi) != (0, None):
             try:
                 content = strings.restrict_length(content, lo, hi, ptr)

@@ -9,7 +9,8 @@ satisfies. `anyOf`/`oneOf` become `_branches` entries `(kind, subschemas, pointe
 negation of an `enum`); `_nonint` keeps only non-integer numbers (the negation of `type: integer`);
 `_extra` asks an object for at least one key it does not name (the negation of
 `additionalProperties: false`); `_patterns` lists more patterns a string must match (an `allOf` of
-different patterns) and `_not_patterns` patterns it must not match (the negation of `pattern`).
+different patterns), `_not_patterns` patterns it must not match and `_not_formats` formats it must
+not meet (the negations of `pattern` and `format`).
 Merging intersects keyword by keyword; property-wise it keeps each object's own
 `additionalProperties` meaning (a property one side does not declare gets that side's additional
 or pattern schema), and the merged `properties` order is the first schema's followed by the new
@@ -98,6 +99,7 @@ KEYWORDS = frozenset(
         "_extra",
         "_patterns",
         "_not_patterns",
+        "_not_formats",
     }
 )
 
@@ -441,7 +443,7 @@ def merge(a: dict, b: dict, ptr: str) -> dict:
             out[key] = x or y
         elif key == "multipleOf":
             out[key] = _lcm(_num(x, ptr, key), _num(y, ptr, key), ptr)
-        elif key in ("_branches", "_not", "_exclude", "_patterns", "_not_patterns", "allOf"):
+        elif key in ("_branches", "_not", "_exclude", "_patterns", "_not_patterns", "_not_formats", "allOf"):
             out[key] = [*x, *y]
         elif key == "pattern" and x != y:
             out[key] = x

@@ -79,6 +79,10 @@ def conforms(value: Any, schema: dict, ptr: str, resolve: Resolve) -> bool:
             regex = format_regex(schema["format"])
             if regex is not None and not strings.matches(regex, value):
                 return False
+        for name in schema.get("_not_formats", []):
+            regex = format_regex(name)
+            if regex is not None and strings.matches(regex, value):
+                return False
     if t == "array":
         if not schema.get("minItems", 0) <= len(value) <= schema.get("maxItems", len(value)):
             return False

@@ -69,6 +69,14 @@ CASES = [
     ),
     ({"not": {"allOf": [{"pattern": "^a"}, {"pattern": "z$"}]}}, ["az", "a", "z", 1]),
     ({"enum": ["a@b.co", "nope", 3, "c@d"], "format": "email"}, ["a@b.co", "nope", 3, "c@d"]),
+    ({"not": {"format": "ipv4"}}, ["1.2.3.4", "1.2.3", 7, "x"]),
+    ({"oneOf": [{"format": "ipv4"}, {"pattern": "^1"}]}, ["1.2.3.4", "2.2.3.4", "1x", "x", 3]),
+    # the negation of a oneOf whose branches overlap: none of them, or two at once
+    ({"not": {"oneOf": [{"type": "integer"}, {"minimum": 5}]}}, [3, 7, 5.5, 2.5, "x", None]),
+    (
+        {"oneOf": [{"type": "string"}, {"not": {"oneOf": [{"pattern": "^a"}, {"pattern": "b$"}, {"maxLength": 1}]}}]},
+        ["ab", "a", "c", "cc", "acb", 1, "b", None],
+    ),
     # additional keys split by the set of patternProperties each matches
     (
         {"type": "object", "patternProperties": {"^a": {"type": "integer"}, "b$": {"minimum": 5}}},
@@ -382,9 +390,9 @@ def test_escapes_decode_before_patterns_and_lengths():
         ({"$ref": "http://example.com/s.json"}, "outside this schema"),
         ({"type": "integer", "minimum": 5, "maximum": 1}, "unsatisfiable"),
         ({"type": "strin"}, "unknown type"),
-        ({"type": "string", "not": {"format": "email"}}, "format"),
+        ({"type": "string", "not": {"multipleOf": 0.5}}, "multipleOf"),
         ({"type": "string", "format": "email", "maxLength": 1024}, "counting 1025 lengths"),
-        ({"oneOf": [{"type": "string"}, {"format": "email"}]}, "oneOf"),
+        ({"oneOf": [{"type": "number"}, {"multipleOf": 0.5}]}, "oneOf"),
         ("{not json", "not valid JSON"),
         (
             {"allOf": [{"anyOf": [{"properties": {"a": {}}}, {}], "unevaluatedProperties": False}]},
