@@ -15,10 +15,16 @@ Inline flags (Python flavour, global `(?s)` at the start or scoped `(?s:...)`, `
 boundaries), `x` (verbose), `a` (ASCII `\\d \\w \\s`) and `u` are supported; `i` (case folding)
 raises as unsupported and `L` as invalid. The ECMA flavour accepts the scoped `s`/`m` modifiers.
 
+Lookaheads (`(?=X)`, `(?!X)`) are accepted in the pattern's top-level sequence (of any top-level
+alternative): the rest of the text from there, to its end, is intersected with `X` followed by
+anything (or `X` itself where `X` ends with `$`), or has those strings taken out. A start anchor
+inside one is accepted where the lookahead directly follows `^`.
+
 Two kinds of `GrammarError`, both with the character position: "invalid regex syntax: ..." for
 what the flavour's own engine rejects, "unsupported regex construct: ..." for valid patterns that
-no finite automaton can match (backreferences, lookaround, word boundaries, possessive and atomic
-forms, case-insensitivity, Unicode property escapes).
+no finite automaton can match or grammask does not read (backreferences, lookbehind, lookaheads
+inside groups, word boundaries, possessive and atomic forms, case-insensitivity, Unicode property
+escapes).
 """
 
 from __future__ import annotations
@@ -72,13 +78,13 @@ _PARSED = 64
 @lru_cache(maxsize=_PARSED)
 def parse_regex(pattern: str, *, flavor: Flavor = "python") -> rx.RegexNode:
     """The strings `pattern` matches as a whole."""
-    return rx.alt(*_Parser(pattern, flavor).parse().variants.values())
+    return rx.alt(*_Parser(pattern, flavor, search=False).parse().variants.values())
 
 
 @lru_cache(maxsize=_PARSED)
 def parse_search_pattern(pattern: str, *, flavor: Flavor = "ecma") -> rx.RegexNode:
     """The strings that contain a match of `pattern` (unanchored unless anchored with ^/$)."""
-    piece = _Parser(pattern, flavor).parse()
+    piece = _Parser(pattern, flavor, search=True).parse()
     return rx.alt(
         *(
             rx.concat(_ANY_TEXT if lead is None else lead, node, _ANY_TEXT if trail is None else trail)
@@ -94,11 +100,21 @@ _Key = tuple[rx.RegexNode | None, rx.RegexNode | None]
 
 
 @dataclass(frozen=True)
+class _Lookahead:
+    """`(?=body)` (or `(?!body)` when `negated`) at pattern position `at`."""
+
+    body: _Piece
+    negated: bool
+    at: int
+
+
+@dataclass(frozen=True)
 class _Piece:
     variants: dict[_Key, rx.RegexNode]
     start_anchor: int | None = None  # position of a start anchor inside, if any
     end_anchor: int | None = None
-    is_anchor: bool = False  # a bare anchor (nothing to repeat)
+    is_anchor: bool = False  # a bare anchor or a lookahead (nothing to repeat)
+    lookahead: _Lookahead | None = None
 
     @staticmethod
     def of(node: rx.RegexNode) -> _Piece:
@@ -137,7 +153,7 @@ def _with_anchors(variants: dict[_Key, rx.RegexNode], parts: list[_Piece]) -> _P
 
 
 class _Parser:
-    def __init__(self, pattern: str, flavor: Flavor) -> None:
+    def __init__(self, pattern: str, flavor: Flavor, *, search: bool) -> None:
         if flavor not in _SUPPORTED_FLAGS:
             raise ValueError(f"unknown regex flavor {flavor!r}: expected 'python' or 'ecma'")
         if not isinstance(pattern, str):
@@ -149,6 +165,9 @@ class _Parser:
         self.group_names: set[str] = set()
         self.at_pattern_start = True  # only global flag groups seen so far
         self.depth = 0
+        #: Whether the text may go on after the match (a search): what a lookahead sees after an
+        #: unanchored end.
+        self.search = search
 
     # -- errors -------------------------------------------------------------------------------
 
@@ -221,7 +240,48 @@ class _Parser:
         for piece in items[:-1]:
             if piece.end_anchor is not None:
                 raise self.unsupported("end anchor not at the end of the pattern", piece.end_anchor)
+        looks = [k for k, piece in enumerate(items) if piece.lookahead is not None]
+        if looks:
+            return self.with_lookaheads(items, looks)
         return _concat(items)
+
+    def with_lookaheads(self, items: list[_Piece], looks: list[int]) -> _Piece:
+        """A top-level sequence with lookaheads at `looks`: right to left, the text from each
+        lookahead to the end (the rest of the sequence and what a search may skip after it) is
+        intersected with the lookahead's language, or has it taken out."""
+        first = items[looks[0]].lookahead
+        assert first is not None
+        if self.depth:
+            raise self.unsupported("lookahead inside a group", first.at)
+        head = _concat(items[: looks[0]])
+        at_start = all(key == (rx.EMPTY, None) and rx.is_empty(node) for key, node in head.variants.items())
+        rest = self.to_end(_concat(items[looks[-1] + 1 :]), at_start=False)
+        for k, before in zip(reversed(looks), reversed([None, *looks[:-1]]), strict=True):
+            look = items[k].lookahead
+            assert look is not None
+            ahead = self.to_end(look.body, at_start=at_start and before is None, look=look)
+            rest = rx.difference(rest, ahead) if look.negated else rx.intersect(rest, ahead)
+            if before is not None:  # the items between the lookahead before and this one
+                rest = rx.concat(_concat(items[before + 1 : k]).variants[(None, None)], rest)
+        # The rest already runs to the end of the text: an empty trail, so a search adds none.
+        return _Piece(
+            {(lead, rx.EMPTY): rx.concat(node, rest) for (lead, _), node in head.variants.items()},
+            start_anchor=head.start_anchor,
+        )
+
+    def to_end(self, piece: _Piece, *, at_start: bool, look: _Lookahead | None = None) -> rx.RegexNode:
+        """The texts from `piece`'s start to the end of the whole text: what it matches, then its
+        end anchor's trail or, without one, anything (a search, or a lookahead's body) or nothing
+        (a full match). A start anchor inside is met only `at_start` (a lookahead right after `^`)."""
+        parts = []
+        for (lead, trail), node in piece.variants.items():
+            if lead is not None and not (at_start and rx.is_empty(lead)):
+                position = piece.start_anchor if piece.start_anchor is not None else 0
+                raise self.unsupported("start anchor inside a lookahead not right after ^", position)
+            if trail is None:
+                trail = _ANY_TEXT if self.search or look is not None else rx.EMPTY
+            parts.append(rx.concat(node, trail))
+        return rx.alt(*parts)
 
     def repeat(self, piece: _Piece, bounds: tuple[int, int | None]) -> _Piece:
         anchor = piece.start_anchor if piece.start_anchor is not None else piece.end_anchor
@@ -317,7 +377,9 @@ class _Parser:
             self.i += 1
             return self.group_body(start, self.flags)
         if rest.startswith(("=", "!")):
-            raise self.unsupported("lookahead", start)
+            self.i += 1
+            body = self.group_body(start, self.flags)
+            return _Piece({(None, None): rx.EMPTY}, is_anchor=True, lookahead=_Lookahead(body, rest[0] == "!", start))
         if rest.startswith(("<=", "<!")):
             raise self.unsupported("lookbehind", start)
         if rest.startswith(">"):

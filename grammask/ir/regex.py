@@ -34,6 +34,7 @@ __all__ = [
     "char_class",
     "concat",
     "difference",
+    "intersect",
     "ident",
     "is_empty",
     "is_nothing",
@@ -309,6 +310,12 @@ def difference(left: RegexNode, right: RegexNode) -> RegexNode:
     if is_nothing(left) or is_nothing(right):
         return left
     return Difference(left, right)
+
+
+def intersect(left: RegexNode, right: RegexNode) -> RegexNode:
+    """The strings both match: `left − (left − right)`, two differences, which the automaton
+    compiler builds as products of the sides' cached automata."""
+    return difference(left, difference(left, right))
 
 
 def optional(item: RegexNode) -> RegexNode:

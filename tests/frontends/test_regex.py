@@ -30,5 +30,5 @@ def test_regex_matching_nothing_fails() -> None:
 
 
 def test_errors_propagate_with_position() -> None:
-    with pytest.raises(GrammarError, match="unsupported regex construct: lookahead at position 1"):
-        grammar_from_regex("a(?=b)")
+    with pytest.raises(GrammarError, match="unsupported regex construct: lookbehind at position 1"):
+        grammar_from_regex("a(?<=b)")

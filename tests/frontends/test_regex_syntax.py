@@ -132,8 +132,9 @@ UNSUPPORTED = [
     ("(?P<n>a)(?P=n)", "python", "backreference", 8),
     ("(?<n>a)\\k<n>", "ecma", "backreference", 7),
     ("(a)\\1", "ecma", "backreference", 3),
-    ("a(?=b)", "python", "lookahead", 1),
-    ("a(?!b)", "ecma", "lookahead", 1),
+    ("(a(?=b))", "python", "lookahead inside a group", 2),
+    ("x|(b(?!c))*", "ecma", "lookahead inside a group", 4),
+    ("a(?=^b)", "ecma", "start anchor inside a lookahead", 4),
     ("(?<=a)b", "python", "lookbehind", 0),
     ("(?<!a)b", "ecma", "lookbehind", 0),
     ("\\bword", "python", "word boundary", 0),
@@ -212,7 +213,7 @@ def test_invalid(pattern: str, flavor: str) -> None:
 
 def test_error_reports_line_and_column() -> None:
     with pytest.raises(GrammarError, match=r"at position 7 \(line 2, column 2\)"):
-        parse_regex("(?x)a\nb(?=c)")
+        parse_regex("(?x)a\nb(?<=c)")
 
 
 def test_unknown_flavor_is_rejected() -> None:
@@ -242,6 +243,61 @@ def test_search_pattern(pattern: str, flavor: str, good: list[str], bad: list[st
         assert searches(pattern, text, flavor), (pattern, text)
     for text in bad:
         assert not searches(pattern, text, flavor), (pattern, text)
+
+
+# Lookaheads in the top-level sequence: intersections (differences) with the rest of the text.
+LOOKAHEADS = [
+    "^(?=.*[A-Z])(?=.*[0-9]).{8,}$",
+    "^(?!org[.]bukkit[.])[a-z.]+$",
+    "^(?!^lucene[.]|builtin[.]|mongodb[.]).*",
+    "^(?!.*://)(?=.{1,10}$)[a-z.:/]+$",
+    "a(?=b)",
+    "x(?!y)",
+    "(?=ab)a.",
+    "^a(?=bc)b(?!x)c",
+    "q|^(?!z)",
+]
+LOOKAHEAD_TEXTS = [
+    "",
+    "a",
+    "ab",
+    "ac",
+    "abc",
+    "abcx",
+    "xaby",
+    "x",
+    "xy",
+    "xz",
+    "xyx",
+    "xyy",
+    "q",
+    "z",
+    "zq",
+    "Abcdefg1",
+    "12345678A",
+    "abcdefg1",
+    "ABCDEFGH",
+    "Ab1",
+    "org.foo",
+    "com.x",
+    "org.bukkit.x",
+    "lucene",
+    "lucene.x",
+    "builtin.y",
+    "a.b",
+    "a://b",
+    "abcdefghijk",
+    "a.b.c.d.e.",
+]
+
+
+@pytest.mark.parametrize("pattern", LOOKAHEADS)
+def test_lookaheads_agree_with_re(pattern: str) -> None:
+    search = compile_regex(parse_search_pattern(pattern, flavor="python"))
+    whole = compile_regex(parse_regex(pattern))
+    for text in LOOKAHEAD_TEXTS:
+        assert search.matches(text.encode()) == (re.search(pattern, text) is not None), (pattern, text)
+        assert whole.matches(text.encode()) == (re.fullmatch(pattern, text) is not None), (pattern, text)
 
 
 def test_search_rejects_inner_anchors() -> None:

@@ -776,7 +776,7 @@ class Builder:
             self.unsupported(f"format {s['format']!r}", f"{ptr}/format")
         elif isinstance(s.get("format"), str) and (fmt := format_regex(s["format"])) is not None:
             regexes.append(fmt)
-        content = None if not regexes else functools.reduce(strings.intersect, regexes)
+        content = None if not regexes else functools.reduce(rx.intersect, regexes)
         excluded = [_pattern(p, ptr) for p in s.get("_not_patterns", [])]
         excluded += [regex for f in s.get("_not_formats", []) if (regex := format_regex(f)) is not None]
         for regex in excluded:
@@ -1086,7 +1086,7 @@ class Builder:
             parts = [*patterns.values(), *([] if additional in (True, False, {}) else [additional])]
             keys = named
             if additional is False:
-                keys = strings.intersect(rx.alt(*(parse_search_pattern(p, flavor="ecma") for p in patterns)), named)
+                keys = rx.intersect(rx.alt(*(parse_search_pattern(p, flavor="ecma") for p in patterns)), named)
             words = None if finite is None else [n for n in finite if strings.matches(keys, n)]
             classes: list[_KeyClass] = [(keys, words, parts)]
         else:
@@ -1122,7 +1122,7 @@ class Builder:
                 words = [n for n in finite if all(pattern_matches(p, n, ptr) == c for p, c in pairs)]
                 out.append((rx.NOTHING, words, parts))
                 continue
-            keys = functools.reduce(strings.intersect, [r for r, c in zip(regexes, chosen, strict=True) if c], named)
+            keys = functools.reduce(rx.intersect, [r for r, c in zip(regexes, chosen, strict=True) if c], named)
             others = [r for r, c in zip(regexes, chosen, strict=True) if not c]
             out.append((rx.difference(keys, rx.alt(*others)) if others else keys, None, parts))
         return out

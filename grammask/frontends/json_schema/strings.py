@@ -27,7 +27,6 @@ from grammask.ir import regex as rx
 
 __all__ = [
     "encode",
-    "intersect",
     "length_bounds",
     "matches",
     "restrict_length",
@@ -125,12 +124,6 @@ def encode(node: rx.RegexNode) -> rx.RegexNode:
     if isinstance(node, rx.Difference):  # a string has one decoded value: spellings never overlap
         return rx.difference(encode(node.left), encode(node.right))
     return rx.repeat(encode(node.item), node.min, node.max)
-
-
-def intersect(a: rx.RegexNode, b: rx.RegexNode) -> rx.RegexNode:
-    """The strings both `a` and `b` match: `a − (a − b)`, which the automaton compiler builds as
-    two products of cached automata."""
-    return rx.difference(a, rx.difference(a, b))
 
 
 def string_literal(content: rx.RegexNode) -> rx.RegexNode:
