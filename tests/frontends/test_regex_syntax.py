@@ -433,3 +433,21 @@ def test_ecma_agrees_with_re_ascii(case: tuple[str, str | None], texts: list[str
     for text in texts + [example] * (example is not None):
         expected = re.fullmatch(pattern, text, flags=re.ASCII) is not None
         assert dfa.matches(text.encode()) == expected, (pattern, text)
+
+
+@FAST
+@given(
+    patterns(PY_SHORTHANDS, dot=True),
+    patterns(PY_SHORTHANDS, dot=True),
+    st.sampled_from(["=", "!"]),
+    st.booleans(),
+    st.lists(TEXT, max_size=6),
+)
+def test_lookaheads_agree_with_re_on_random_patterns(ahead, rest, kind, anchored, texts) -> None:
+    (a, a_example), (b, b_example) = ahead, rest
+    pattern = f"{'^' if anchored else ''}(?{kind}{a}){b}"
+    search = compile_regex(parse_search_pattern(pattern, flavor="python"))
+    whole = compile_regex(parse_regex(pattern))
+    for text in texts + [e for e in (a_example, b_example) if e is not None]:
+        assert search.matches(text.encode()) == (re.search(pattern, text) is not None), (pattern, text)
+        assert whole.matches(text.encode()) == (re.fullmatch(pattern, text) is not None), (pattern, text)
