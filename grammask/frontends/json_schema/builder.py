@@ -209,6 +209,8 @@ def _unconstraining(key: str, value: object) -> bool:
 #: Additional keys of an object that share a value schema: their regex (or, from a finite
 #: `propertyNames`, their list) and the schemas their value meets.
 _KeyClass = tuple[rx.RegexNode, list[str] | None, list[object]]
+#: An `_additional_except` rule: keys matching none of these patterns meet this schema.
+_Rule = tuple[tuple[str, ...], object]
 
 _ANY_CHAR_JSON = strings.encode(rx.ANY_CHAR)
 _QUOTE = rx.literal('"')
@@ -1083,14 +1085,16 @@ class Builder:
                 f"note at {ptr or '/'}: additional properties must satisfy every "
                 "patternProperties schema (a stricter, safe reading)"
             )
-            parts = [*patterns.values(), *([] if additional in (True, False, {}) else [additional])]
+            rules = [(tuple(patterns), additional), *s.get("_additional_except", [])]
+            parts = [*patterns.values(), *(sub for _, sub in rules if sub not in (True, False, {}))]
             keys = named
-            if additional is False:
-                keys = rx.intersect(rx.alt(*(parse_search_pattern(p, flavor="ecma") for p in patterns)), named)
+            for rule_patterns, sub in rules:
+                if sub is False:  # keys must match one of the rule's patterns
+                    keys = rx.intersect(rx.alt(*(parse_search_pattern(p, flavor="ecma") for p in rule_patterns)), keys)
             words = None if finite is None else [n for n in finite if strings.matches(keys, n)]
             classes: list[_KeyClass] = [(keys, words, parts)]
         else:
-            classes = self._key_classes(patterns, additional, named, finite, ptr)
+            classes = self._key_classes(patterns, additional, s.get("_additional_except", []), named, finite, ptr)
         entries = []
         for keys, words, parts in classes:
             if words is not None:
@@ -1106,17 +1110,27 @@ class Builder:
 
     @staticmethod
     def _key_classes(
-        patterns: dict, additional: bool | dict, named: rx.RegexNode, finite: list[str] | None, ptr: str
+        patterns: dict,
+        additional: bool | dict,
+        rules: list[_Rule],
+        named: rx.RegexNode,
+        finite: list[str] | None,
+        ptr: str,
     ) -> list[_KeyClass]:
         """(keys, or the finite names, and the value's schemas) for each set of patterns a key may
-        match exactly, the empty set included unless `additionalProperties` is false."""
+        match exactly, the empty set included unless `additionalProperties` is false. A class's
+        value also meets each `_additional_except` rule none of whose patterns is in its set."""
         regexes = [parse_search_pattern(p, flavor="ecma") for p in patterns]
         schemas = list(patterns.values())
         out: list[_KeyClass] = []
         for chosen in itertools.product((True, False), repeat=len(patterns)):
             if not any(chosen) and additional is False:
                 continue
+            matched = {p for p, c in zip(patterns, chosen, strict=True) if c}
             parts = [sub for sub, c in zip(schemas, chosen, strict=True) if c] or [additional]
+            parts += [sub for rule_patterns, sub in rules if matched.isdisjoint(rule_patterns)]
+            if any(part is False for part in parts):
+                continue
             if finite is not None:
                 pairs = list(zip(patterns, chosen, strict=True))
                 words = [n for n in finite if all(pattern_matches(p, n, ptr) == c for p, c in pairs)]

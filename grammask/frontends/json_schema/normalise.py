@@ -10,7 +10,10 @@ negation of an `enum`); `_nonint` keeps only non-integer numbers (the negation o
 `_extra` asks an object for at least one key it does not name (the negation of
 `additionalProperties: false`); `_patterns` lists more patterns a string must match (an `allOf` of
 different patterns), `_not_patterns` patterns it must not match and `_not_formats` formats it must
-not meet (the negations of `pattern` and `format`).
+not meet (the negations of `pattern` and `format`); `_additional_except` lists `(patterns, schema)`
+rules, each an `additionalProperties` relative to its own `patternProperties` (an `allOf` of objects
+whose patterns and additional schemas differ): a key declared nowhere and matching none of a rule's
+patterns meets its schema.
 Merging intersects keyword by keyword; property-wise it keeps each object's own
 `additionalProperties` meaning (a property one side does not declare gets that side's additional
 or pattern schema), and the merged `properties` order is the first schema's followed by the new
@@ -100,6 +103,7 @@ KEYWORDS = frozenset(
         "_patterns",
         "_not_patterns",
         "_not_formats",
+        "_additional_except",
     }
 )
 
@@ -365,7 +369,20 @@ def property_schema(schema: dict, name: str, ptr: str) -> object:
             parts.append(sub)
     if not parts:
         parts.append(schema.get("additionalProperties", True))
+    if name not in schema.get("properties", {}):
+        for patterns, sub in schema.get("_additional_except", []):
+            if not any(pattern_matches(pattern, name, ptr) for pattern in patterns):
+                parts.append(sub)
     return parts[0] if len(parts) == 1 else {"allOf": parts}
+
+
+def _additional_rules(schema: dict) -> list[tuple[tuple[str, ...], object]]:
+    """`schema`'s `_additional_except` rules, and its `additionalProperties` as one more (relative
+    to its `patternProperties`)."""
+    rules = list(schema.get("_additional_except", []))
+    if "additionalProperties" in schema:
+        rules.append((tuple(schema.get("patternProperties", {})), schema["additionalProperties"]))
+    return rules
 
 
 def _both(a: object, b: object) -> object:
@@ -382,15 +399,19 @@ def _merge_objects(a: dict, b: dict, out: dict, ptr: str) -> None:
         out["properties"] = {n: _both(property_schema(a, n, ptr), property_schema(b, n, ptr)) for n in names}
     pa, pb = a.get("patternProperties", {}), b.get("patternProperties", {})
     if pa or pb:
-        if (pa and b.get("additionalProperties", True) is not True) or (
-            pb and a.get("additionalProperties", True) is not True
-        ):
-            raise GrammarError("allOf merging patternProperties with additionalProperties", pointer=ptr)
         merged = dict(pa)
         for pattern, sub in pb.items():
             merged[pattern] = _both(merged[pattern], sub) if pattern in merged else sub
         out["patternProperties"] = merged
-    if "additionalProperties" in a or "additionalProperties" in b:
+    if (pa and b.get("additionalProperties", True) is not True) or (
+        pb and a.get("additionalProperties", True) is not True
+    ):
+        # Each side's additional schema holds where that side's own patterns do not match.
+        out.pop("additionalProperties", None)
+        out["_additional_except"] = [
+            rule for rule in _additional_rules(a) + _additional_rules(b) if rule[1] is not True and rule[1] != {}
+        ]
+    elif "additionalProperties" in a or "additionalProperties" in b:
         out["additionalProperties"] = _both(a.get("additionalProperties", True), b.get("additionalProperties", True))
     if "propertyNames" in a or "propertyNames" in b:
         out["propertyNames"] = _both(a.get("propertyNames", True), b.get("propertyNames", True))
@@ -443,7 +464,16 @@ def merge(a: dict, b: dict, ptr: str) -> dict:
             out[key] = x or y
         elif key == "multipleOf":
             out[key] = _lcm(_num(x, ptr, key), _num(y, ptr, key), ptr)
-        elif key in ("_branches", "_not", "_exclude", "_patterns", "_not_patterns", "_not_formats", "allOf"):
+        elif key in (
+            "_branches",
+            "_not",
+            "_exclude",
+            "_patterns",
+            "_not_patterns",
+            "_not_formats",
+            "_additional_except",
+            "allOf",
+        ):
             out[key] = [*x, *y]
         elif key == "pattern" and x != y:
             out[key] = x

@@ -77,6 +77,25 @@ CASES = [
         {"oneOf": [{"type": "string"}, {"not": {"oneOf": [{"pattern": "^a"}, {"pattern": "b$"}, {"maxLength": 1}]}}]},
         ["ab", "a", "c", "cc", "acb", 1, "b", None],
     ),
+    # allOf of objects whose patterns and additional schemas differ: each additional schema holds
+    # where its own side's patterns do not match
+    (
+        {"allOf": [{"patternProperties": {"^a": {"type": "integer"}}}, {"additionalProperties": {"type": "string"}}]},
+        [{"ab": 1}, {"ab": "x"}, {"c": "x"}, {"c": 1}, {}],
+    ),
+    (
+        {
+            "allOf": [
+                {"patternProperties": {"^a": {"minimum": 3}}, "additionalProperties": False},
+                {"patternProperties": {"b$": {"type": "integer"}}},
+            ]
+        },
+        [{"ab": 5}, {"ab": 2}, {"ab": 4.5}, {"cb": 4}, {"a": 2.5}, {"a": 4.5}, {"a": "s"}],
+    ),
+    (
+        {"allOf": [{"properties": {"x": {}}, "additionalProperties": False}, {"patternProperties": {"^y": {}}}]},
+        [{"x": 1}, {"y1": "s"}, {"x": 1, "y": "s"}],
+    ),
     # additional keys split by the set of patternProperties each matches
     (
         {"type": "object", "patternProperties": {"^a": {"type": "integer"}, "b$": {"minimum": 5}}},
