@@ -604,6 +604,18 @@ class Builder:
                 out += [{"type": ["string"], "format": f} for f in value]
             elif key in ("prefixItems", "items", "additionalProperties"):
                 out += self._negate_members(n, key, ptr, declared)
+            elif key == "patternProperties":
+                for pattern, sub in value.items():
+                    if _is_true(sub):
+                        continue
+                    # some key the pattern matches has a value that fails its schema: a declared
+                    # name, or a key the object does not declare (`_witness`)
+                    out += [
+                        {"type": ["object"], "required": [name], "properties": {name: {"not": sub}}}
+                        for name in sorted(declared)
+                        if pattern_matches(pattern, name, ptr)
+                    ]
+                    out.append({"type": ["object"], "_witness": [(pattern, {"not": sub})]})
             elif key not in ("type", "enum", "_exclude") and not _unconstraining(key, value):
                 raise GrammarError(f"the negation of {key!r} has no exact form", pointer=ptr)
         return out
@@ -1026,6 +1038,12 @@ class Builder:
                 "minProperties that two or more additional properties may have to meet (their keys could repeat)",
                 f"{ptr}/minProperties",
             )
+        witness = None  # an additional entry that must be there (the negation of patternProperties)
+        if s.get("_witness"):
+            if len(s["_witness"]) > 1 or s.get("_extra") or hi is not None:
+                self.unsupported("the negation of patternProperties next to maxProperties or another", ptr)
+            else:
+                witness = self._additional(s, ptr, depth, names, name_schema, s["_witness"][0]) or g.FAIL
         comma = g.lex(self.ws.comma(depth))
         need = max(lo, 1)
         cap = max(need, hi or 0)
@@ -1036,7 +1054,12 @@ class Builder:
                 n_lo = max(need - count, 1 if s.get("_extra") else 0)
                 n_hi = None if hi is None else hi - count
                 if extra is None:
-                    return g.EMPTY_SEQ if n_lo == 0 else g.FAIL
+                    return g.EMPTY_SEQ if n_lo == 0 and witness is None else g.FAIL
+                if witness is not None:  # any extras, one of them the witness (at most one needed)
+                    more = g.rep(g.seq(comma, extra), 0, None)
+                    if count:
+                        return g.seq(more, comma, witness, more)
+                    return g.alt(g.seq(witness, more), g.seq(extra, more, comma, witness, more))
                 if count:
                     return g.rep(g.seq(comma, extra), n_lo, n_hi)
                 return g.seq(extra, g.rep(g.seq(comma, extra), max(n_lo - 1, 0), None if n_hi is None else n_hi - 1))
@@ -1049,7 +1072,7 @@ class Builder:
             for i in reversed(range(len(items) + 1)):  # bottom-up, so long objects need no deep recursion
                 for count in range(min(i, cap) + 1):
                     state(i, count)
-        empty_ok = lo == 0 and not required and not s.get("_extra")
+        empty_ok = lo == 0 and not required and not s.get("_extra") and not s.get("_witness")
         filled = g.seq(g.lex(self.ws.open("{", depth)), state(0, 0), g.lex(self.ws.close("}", depth)))
         return g.alt(g.lex(self.ws.empty("{}")), filled) if empty_ok else filled
 
@@ -1062,12 +1085,21 @@ class Builder:
             return None
         return [v for v in self._finite_values(name_schema, ptr) or [] if isinstance(v, str)]
 
-    def _additional(self, s: dict, ptr: str, depth: int, names: list[str], name_schema: dict | None) -> g.Expr | None:
+    def _additional(
+        self,
+        s: dict,
+        ptr: str,
+        depth: int,
+        names: list[str],
+        name_schema: dict | None,
+        witness: tuple[str, dict] | None = None,
+    ) -> g.Expr | None:
         """One `"key": value` entry of a name not in `names` (None when no such property is
         allowed): a choice between key classes, one per set of `patternProperties` a key matches
         (each class's value meets all of that set's schemas, and `additionalProperties` where it
         matches none). Up to `PATTERN_CLASSES_MAX` patterns; over that, every key's value meets
-        every pattern's schema (stricter, with a warning)."""
+        every pattern's schema (stricter, with a warning). With `witness` (a pattern and a schema),
+        only the keys the pattern matches, whose value also meets the schema."""
         patterns = s.get("patternProperties", {})
         additional = s.get("additionalProperties", True)
         finite = None if name_schema is None else self._finite_names(name_schema, f"{ptr}/propertyNames")
@@ -1095,6 +1127,16 @@ class Builder:
             classes: list[_KeyClass] = [(keys, words, parts)]
         else:
             classes = self._key_classes(patterns, additional, s.get("_additional_except", []), named, finite, ptr)
+        if witness is not None:
+            regex = parse_search_pattern(witness[0], flavor="ecma")
+            classes = [
+                (
+                    rx.intersect(keys, regex),
+                    None if words is None else [w for w in words if pattern_matches(witness[0], w, ptr)],
+                    [*parts, witness[1]],
+                )
+                for keys, words, parts in classes
+            ]
         entries = []
         for keys, words, parts in classes:
             if words is not None:

@@ -13,7 +13,9 @@ different patterns), `_not_patterns` patterns it must not match and `_not_format
 not meet (the negations of `pattern` and `format`); `_additional_except` lists `(patterns, schema)`
 rules, each an `additionalProperties` relative to its own `patternProperties` (an `allOf` of objects
 whose patterns and additional schemas differ): a key declared nowhere and matching none of a rule's
-patterns meets its schema.
+patterns meets its schema; `_witness` lists `(pattern, schema)`: some key the object does not
+declare matches the pattern and has a value meeting the schema (the negation of
+`patternProperties`).
 Merging intersects keyword by keyword; property-wise it keeps each object's own
 `additionalProperties` meaning (a property one side does not declare gets that side's additional
 or pattern schema), and the merged `properties` order is the first schema's followed by the new
@@ -104,6 +106,7 @@ KEYWORDS = frozenset(
         "_not_patterns",
         "_not_formats",
         "_additional_except",
+        "_witness",
     }
 )
 
@@ -472,6 +475,7 @@ def merge(a: dict, b: dict, ptr: str) -> dict:
             "_not_patterns",
             "_not_formats",
             "_additional_except",
+            "_witness",
             "allOf",
         ):
             out[key] = [*x, *y]

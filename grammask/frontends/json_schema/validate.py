@@ -17,6 +17,7 @@ from grammask.frontends.json_schema.normalise import (
     canonical,
     json_type,
     number_value,
+    pattern_matches,
     property_schema,
 )
 from grammask.frontends.regex_syntax import parse_search_pattern
@@ -103,6 +104,14 @@ def conforms(value: Any, schema: dict, ptr: str, resolve: Resolve) -> bool:
         named = set(schema.get("properties", {})) | set(schema.get("required", []))
         if schema.get("_extra") and all(name in named for name in value):
             return False
+        for pattern, sub in schema.get("_witness", []):
+            if not any(
+                name not in named
+                and pattern_matches(pattern, name, ptr)
+                and conforms(item, resolve(sub, ptr), ptr, resolve)
+                for name, item in value.items()
+            ):
+                return False
         for name, item in value.items():
             if "propertyNames" in schema and not conforms(name, resolve(schema["propertyNames"], ptr), ptr, resolve):
                 return False

@@ -96,6 +96,16 @@ CASES = [
         {"allOf": [{"properties": {"x": {}}, "additionalProperties": False}, {"patternProperties": {"^y": {}}}]},
         [{"x": 1}, {"y1": "s"}, {"x": 1, "y": "s"}],
     ),
+    # the negation of patternProperties: some key the pattern matches fails its schema
+    ({"not": {"patternProperties": {"^a": {"type": "integer"}}}}, [{"ab": 1}, {"ab": "x"}, {"b": "x"}, {}, 3]),
+    (
+        {"properties": {"a1": {}}, "not": {"patternProperties": {"^a": {"type": "integer"}}}},
+        [{"a1": "x"}, {"a1": 1}, {"a1": 1, "a2": "s"}, {"a1": 1, "a2": 2}, {"b": "x"}],
+    ),
+    (
+        {"oneOf": [{"patternProperties": {"^x-": {"type": "string"}}}, {"required": ["id"]}]},
+        [{"x-a": "s"}, {"x-a": 1}, {"id": 1}, {"id": 1, "x-a": "s"}, {"id": 1, "x-a": 2}],
+    ),
     # additional keys split by the set of patternProperties each matches
     (
         {"type": "object", "patternProperties": {"^a": {"type": "integer"}, "b$": {"minimum": 5}}},
