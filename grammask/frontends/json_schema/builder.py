@@ -197,6 +197,18 @@ def _pattern(pattern: str, ptr: str) -> rx.RegexNode:
         raise GrammarError(f"pattern: {exc.reason}", pointer=f"{ptr}/pattern") from None
 
 
+def _witnessed(witness: tuple, name: str, ptr: str) -> bool:
+    """Whether key `name` (one the object does not declare) may be a `_witness` entry's key: the
+    entry's pattern matches it, and it is none of its excluded names nor matched by its excluded
+    patterns."""
+    pattern, _, except_names, except_patterns = witness
+    return (
+        pattern_matches(pattern, name, ptr)
+        and name not in except_names
+        and not any(pattern_matches(p, name, ptr) for p in except_patterns)
+    )
+
+
 def _unconstraining(key: str, value: object) -> bool:
     """Whether the keyword, as written, constrains nothing (so its negation is empty)."""
     if key in ("additionalProperties", "items", "propertyNames", "contains"):
@@ -615,7 +627,7 @@ class Builder:
                         for name in sorted(declared)
                         if pattern_matches(pattern, name, ptr)
                     ]
-                    out.append({"type": ["object"], "_witness": [(pattern, {"not": sub})]})
+                    out.append({"type": ["object"], "_witness": [(pattern, {"not": sub}, (), ())]})
             elif key not in ("type", "enum", "_exclude") and not _unconstraining(key, value):
                 raise GrammarError(f"the negation of {key!r} has no exact form", pointer=ptr)
         return out
@@ -626,8 +638,10 @@ class Builder:
 
         `additionalProperties: false` next to `properties` P: some key outside P, either a name the
         enclosing schema declares (`declared`, each its own disjunct) or an additional key there
-        (`_extra`). A key the enclosing schema only declares later, through a branch merged after
-        the negation, is not a witness: stricter, never looser.
+        (`_extra`). Another `additionalProperties` S: the same, with a value that fails S, for keys
+        outside P that none of the negated schema's patterns match (`_witness` for the additional
+        one). A key the enclosing schema only declares later, through a branch merged after the
+        negation, is not a witness: stricter, never looser.
         """
         if key == "prefixItems":
             return [
@@ -653,6 +667,17 @@ class Builder:
             return [
                 *({"type": ["object"], "required": [name]} for name in others),
                 {"type": ["object"], "properties": dict.fromkeys(own, True), "_extra": True},
+            ]
+        elif key == "additionalProperties":  # a schema, or false next to patternProperties
+            own, patterns = n.get("properties", {}), tuple(n.get("patternProperties", {}))
+            others = [
+                name
+                for name in sorted(declared - set(own))
+                if not any(pattern_matches(pattern, name, ptr) for pattern in patterns)
+            ]
+            return [
+                *({"type": ["object"], "required": [name], "properties": {name: {"not": value}}} for name in others),
+                {"type": ["object"], "_witness": [("", {"not": value}, tuple(own), patterns)]},
             ]
         raise GrammarError(f"the negation of {key!r} has no exact form", pointer=ptr)
 
@@ -1092,14 +1117,14 @@ class Builder:
         depth: int,
         names: list[str],
         name_schema: dict | None,
-        witness: tuple[str, dict] | None = None,
+        witness: tuple | None = None,
     ) -> g.Expr | None:
         """One `"key": value` entry of a name not in `names` (None when no such property is
         allowed): a choice between key classes, one per set of `patternProperties` a key matches
         (each class's value meets all of that set's schemas, and `additionalProperties` where it
         matches none). Up to `PATTERN_CLASSES_MAX` patterns; over that, every key's value meets
-        every pattern's schema (stricter, with a warning). With `witness` (a pattern and a schema),
-        only the keys the pattern matches, whose value also meets the schema."""
+        every pattern's schema (stricter, with a warning). With `witness` (see `_witnessed`), only
+        the keys it names, whose value also meets its schema."""
         patterns = s.get("patternProperties", {})
         additional = s.get("additionalProperties", True)
         finite = None if name_schema is None else self._finite_names(name_schema, f"{ptr}/propertyNames")
@@ -1127,13 +1152,16 @@ class Builder:
             classes: list[_KeyClass] = [(keys, words, parts)]
         else:
             classes = self._key_classes(patterns, additional, s.get("_additional_except", []), named, finite, ptr)
-        if witness is not None:
-            regex = parse_search_pattern(witness[0], flavor="ecma")
+        if witness is not None:  # keys the pattern matches, but neither those names nor patterns
+            pattern, sub, except_names, except_patterns = witness
+            regex = parse_search_pattern(pattern, flavor="ecma")
+            if except_patterns:
+                regex = rx.difference(regex, rx.alt(*(parse_search_pattern(p, flavor="ecma") for p in except_patterns)))
             classes = [
                 (
-                    rx.intersect(keys, regex),
-                    None if words is None else [w for w in words if pattern_matches(witness[0], w, ptr)],
-                    [*parts, witness[1]],
+                    strings.subtract_words(rx.intersect(keys, regex), set(except_names)),
+                    None if words is None else [w for w in words if _witnessed(witness, w, ptr)],
+                    [*parts, sub],
                 )
                 for keys, words, parts in classes
             ]

@@ -13,9 +13,10 @@ different patterns), `_not_patterns` patterns it must not match and `_not_format
 not meet (the negations of `pattern` and `format`); `_additional_except` lists `(patterns, schema)`
 rules, each an `additionalProperties` relative to its own `patternProperties` (an `allOf` of objects
 whose patterns and additional schemas differ): a key declared nowhere and matching none of a rule's
-patterns meets its schema; `_witness` lists `(pattern, schema)`: some key the object does not
-declare matches the pattern and has a value meeting the schema (the negation of
-`patternProperties`).
+patterns meets its schema; `_witness` lists `(pattern, schema, names, patterns)`: some key the
+object does not declare matches the pattern, is none of the names and matches none of the
+patterns, and has a value meeting the schema (the negations of `patternProperties` and of an
+`additionalProperties` schema).
 Merging intersects keyword by keyword; property-wise it keeps each object's own
 `additionalProperties` meaning (a property one side does not declare gets that side's additional
 or pattern schema), and the merged `properties` order is the first schema's followed by the new

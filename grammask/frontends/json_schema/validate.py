@@ -104,10 +104,12 @@ def conforms(value: Any, schema: dict, ptr: str, resolve: Resolve) -> bool:
         named = set(schema.get("properties", {})) | set(schema.get("required", []))
         if schema.get("_extra") and all(name in named for name in value):
             return False
-        for pattern, sub in schema.get("_witness", []):
+        for pattern, sub, except_names, except_patterns in schema.get("_witness", []):
             if not any(
                 name not in named
+                and name not in except_names
                 and pattern_matches(pattern, name, ptr)
+                and not any(pattern_matches(p, name, ptr) for p in except_patterns)
                 and conforms(item, resolve(sub, ptr), ptr, resolve)
                 for name, item in value.items()
             ):

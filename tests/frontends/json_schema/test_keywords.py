@@ -106,6 +106,22 @@ CASES = [
         {"oneOf": [{"patternProperties": {"^x-": {"type": "string"}}}, {"required": ["id"]}]},
         [{"x-a": "s"}, {"x-a": 1}, {"id": 1}, {"id": 1, "x-a": "s"}, {"id": 1, "x-a": 2}],
     ),
+    # the negation of an additionalProperties schema: some key outside properties and patterns fails it
+    (
+        {"not": {"properties": {"a": {}}, "patternProperties": {"^x": {}}, "additionalProperties": {"type": "string"}}},
+        [{"a": 1}, {"b": 1}, {"b": "s"}, {"xb": 1}, {"a": 1, "c": 2}, {}, "s"],
+    ),
+    (
+        {
+            "properties": {"a": {}, "b": {}},
+            "not": {"properties": {"a": {}}, "additionalProperties": {"type": "integer"}},
+        },
+        [{"a": "s"}, {"b": 1}, {"b": "s"}, {"a": 1, "b": "s"}, {"c": "s"}, {"c": 1}],
+    ),
+    (
+        {"not": {"patternProperties": {"^x": {}}, "additionalProperties": False}},
+        [{"xa": 1}, {"b": 1}, {}, {"xa": 1, "b": 2}, 1],
+    ),
     # additional keys split by the set of patternProperties each matches
     (
         {"type": "object", "patternProperties": {"^a": {"type": "integer"}, "b$": {"minimum": 5}}},
