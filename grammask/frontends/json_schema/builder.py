@@ -11,7 +11,7 @@ import functools
 import itertools
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 
 from grammask.errors import GrammarError
@@ -1063,13 +1063,15 @@ class Builder:
                 "minProperties that two or more additional properties may have to meet (their keys could repeat)",
                 f"{ptr}/minProperties",
             )
-        witness = None  # an additional entry that must be there (the negation of patternProperties)
-        if s.get("_witness"):
-            if len(s["_witness"]) > 1 or s.get("_extra") or hi is not None:
-                self.unsupported("the negation of patternProperties next to maxProperties or another", ptr)
-            else:
-                witness = self._additional(s, ptr, depth, names, name_schema, s["_witness"][0]) or g.FAIL
         comma = g.lex(self.ws.comma(depth))
+        witness = None  # the additional entries that must be there (negations of patternProperties)
+        if s.get("_witness"):
+            if len(s["_witness"]) > 2 or s.get("_extra") or hi is not None:
+                self.unsupported(
+                    "negations of patternProperties or additionalProperties: over two, or next to maxProperties", ptr
+                )
+            else:
+                witness = self._witnesses(s, ptr, depth, names, name_schema, comma)
         need = max(lo, 1)
         cap = max(need, hi or 0)
 
@@ -1080,7 +1082,7 @@ class Builder:
                 n_hi = None if hi is None else hi - count
                 if extra is None:
                     return g.EMPTY_SEQ if n_lo == 0 and witness is None else g.FAIL
-                if witness is not None:  # any extras, one of them the witness (at most one needed)
+                if witness is not None:  # any extras, the witnesses among them (at most one needed)
                     more = g.rep(g.seq(comma, extra), 0, None)
                     if count:
                         return g.seq(more, comma, witness, more)
@@ -1110,6 +1112,21 @@ class Builder:
             return None
         return [v for v in self._finite_values(name_schema, ptr) or [] if isinstance(v, str)]
 
+    def _witnesses(
+        self, s: dict, ptr: str, depth: int, names: list[str], name_schema: dict | None, comma: g.Expr
+    ) -> g.Expr:
+        """Additional entries, separated by commas, among which each `_witness` (one or two) has
+        its entry: for two, one entry that is both, or one of each with any entries between."""
+        first, *rest = s["_witness"]
+        one = self._additional(s, ptr, depth, names, name_schema, [first]) or g.FAIL
+        if not rest:
+            return one
+        two = self._additional(s, ptr, depth, names, name_schema, rest) or g.FAIL
+        both = self._additional(s, ptr, depth, names, name_schema, [first, *rest]) or g.FAIL
+        extra = self._additional(s, ptr, depth, names, name_schema) or g.FAIL
+        between = g.seq(g.rep(g.seq(comma, extra), 0, None), comma)
+        return g.alt(both, g.seq(one, between, two), g.seq(two, between, one))
+
     def _additional(
         self,
         s: dict,
@@ -1117,14 +1134,14 @@ class Builder:
         depth: int,
         names: list[str],
         name_schema: dict | None,
-        witness: tuple | None = None,
+        witnesses: Sequence[tuple] = (),
     ) -> g.Expr | None:
         """One `"key": value` entry of a name not in `names` (None when no such property is
         allowed): a choice between key classes, one per set of `patternProperties` a key matches
         (each class's value meets all of that set's schemas, and `additionalProperties` where it
         matches none). Up to `PATTERN_CLASSES_MAX` patterns; over that, every key's value meets
-        every pattern's schema (stricter, with a warning). With `witness` (see `_witnessed`), only
-        the keys it names, whose value also meets its schema."""
+        every pattern's schema (stricter, with a warning). With `witnesses` (see `_witnessed`),
+        only the keys each names, whose value also meets each one's schema."""
         patterns = s.get("patternProperties", {})
         additional = s.get("additionalProperties", True)
         finite = None if name_schema is None else self._finite_names(name_schema, f"{ptr}/propertyNames")
@@ -1152,7 +1169,7 @@ class Builder:
             classes: list[_KeyClass] = [(keys, words, parts)]
         else:
             classes = self._key_classes(patterns, additional, s.get("_additional_except", []), named, finite, ptr)
-        if witness is not None:  # keys the pattern matches, but neither those names nor patterns
+        for witness in witnesses:  # keys the pattern matches, but neither those names nor patterns
             pattern, sub, except_names, except_patterns = witness
             regex = parse_search_pattern(pattern, flavor="ecma")
             if except_patterns:

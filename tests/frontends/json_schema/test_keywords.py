@@ -106,6 +106,29 @@ CASES = [
         {"oneOf": [{"patternProperties": {"^x-": {"type": "string"}}}, {"required": ["id"]}]},
         [{"x-a": "s"}, {"x-a": 1}, {"id": 1}, {"id": 1, "x-a": "s"}, {"id": 1, "x-a": 2}],
     ),
+    # two negations at once: a witness of each, or one entry that is both
+    (
+        {
+            "not": {
+                "anyOf": [
+                    {"patternProperties": {"^a": {"type": "integer"}}},
+                    {"patternProperties": {"^b": {"type": "integer"}}},
+                ]
+            }
+        },
+        [{"a": "s", "b": "s"}, {"a": "s"}, {"ab": "s"}, {"ab": "s", "b1": 1}, {"b": "x", "c": 1, "a": "y"}, {}],
+    ),
+    (
+        {
+            "not": {
+                "anyOf": [
+                    {"patternProperties": {"a": {"type": "integer"}}},
+                    {"patternProperties": {"b": {"type": "integer"}}},
+                ]
+            }
+        },
+        [{"ab": "s"}, {"ab": 1}, {"a": "s", "xb": "t"}, {"a": "s", "xb": 2}],
+    ),
     # the negation of an additionalProperties schema: some key outside properties and patterns fails it
     (
         {"not": {"properties": {"a": {}}, "patternProperties": {"^x": {}}, "additionalProperties": {"type": "string"}}},
