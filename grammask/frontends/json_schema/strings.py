@@ -224,6 +224,10 @@ def _first_in(node: rx.RegexNode, cc: rx.CharClass) -> rx.RegexNode:
     return _map_first(node, lambda c: _intersect(c, cc))
 
 
+# Kept: `matches` over many enum values steps the same few nodes by the same characters (a lazy
+# DFA over derivatives); 2,000 enum values under an unanchored pattern took 2.3 s without it,
+# 0.12 s with it. 1,024 entries: the trees it keeps are mostly shared with the pattern's own.
+@lru_cache(maxsize=1024)
 def _derivative(node: rx.RegexNode, ch: int) -> rx.RegexNode:
     """The strings s such that chr(ch) + s is in `node` (Brzozowski)."""
     return _map_first(node, lambda c: rx.EMPTY if any(lo <= ch <= hi for lo, hi in c.ranges) else rx.NOTHING)
