@@ -211,7 +211,7 @@ def _witnessed(witness: tuple, name: str, ptr: str) -> bool:
 
 def _unconstraining(key: str, value: object) -> bool:
     """Whether the keyword, as written, constrains nothing (so its negation is empty)."""
-    if key in ("additionalProperties", "items", "propertyNames", "contains"):
+    if key in ("additionalProperties", "items", "propertyNames"):
         return _is_true(value)
     if key == "format":
         return not isinstance(value, str) or format_regex(value) is None
@@ -616,6 +616,17 @@ class Builder:
                 out += [{"type": ["string"], "format": f} for f in value]
             elif key in ("prefixItems", "items", "additionalProperties"):
                 out += self._negate_members(n, key, ptr, declared)
+            elif key == "contains":
+                # fewer hits than minContains (none, for the default 1), or more than maxContains
+                lo, hi = n.get("minContains", 1), n.get("maxContains")
+                if lo == 1:
+                    out.append({"type": ["array"], "items": {"not": value}})
+                elif lo > 1:
+                    out.append({"type": ["array"], "contains": value, "minContains": 0, "maxContains": lo - 1})
+                if hi is not None:
+                    out.append({"type": ["array"], "contains": value, "minContains": hi + 1})
+            elif key in ("minContains", "maxContains"):
+                continue  # read with `contains`; without it they constrain nothing
             elif key == "patternProperties":
                 for pattern, sub in value.items():
                     if _is_true(sub):

@@ -106,6 +106,13 @@ CASES = [
         {"oneOf": [{"patternProperties": {"^x-": {"type": "string"}}}, {"required": ["id"]}]},
         [{"x-a": "s"}, {"x-a": 1}, {"id": 1}, {"id": 1, "x-a": "s"}, {"id": 1, "x-a": 2}],
     ),
+    # the negation of contains: fewer hits than minContains, or more than maxContains
+    ({"not": {"contains": {"type": "string"}}}, [[], [1], ["a"], [1, "a"], "a", 3]),
+    ({"not": {"contains": True}}, [[], [1], 3]),
+    (
+        {"type": "array", "not": {"contains": {"type": "integer"}, "minContains": 2, "maxContains": 3}},
+        [[], [1], [1, 2], [1, 2, 3], [1, 2, 3, 4], ["a", 1, "b"], [1, "a", 2, 3, 4]],
+    ),
     # two negations at once: a witness of each, or one entry that is both
     (
         {
