@@ -11,7 +11,8 @@ state's targets taken by lowest code point, and byte states follow them.
 
 A difference `left − right` (`rx.Difference`: the keys an object may add, "any string but the
 declared names") alone is the product of the two sides' cached DFAs (`subtract`): the string body
-on the left is compiled once per process, not once per object. Where that product would be too
+on the left is compiled once per process, not once per object, and a right side of a few words
+(the declared names) is paired as their trie (`subtract_words`). Where that product would be too
 large, or inside a larger tree, it goes through the pipeline once, over an NFA of both sides whose
 subset states accept where `left` ends and `right` does not, and a tree lays that minimal character
 DFA into its own NFA as states.
@@ -44,7 +45,7 @@ from grammask.automata.expand import expand_utf8
 from grammask.automata.minimise import minimise
 from grammask.automata.nfa import CharDFA, NFABuilder
 from grammask.automata.repeat import chain_dfa, optional_dfa, plus_dfa
-from grammask.automata.subtract import subtract_dfas
+from grammask.automata.subtract import subtract_dfas, subtract_words
 from grammask.errors import GrammarError
 from grammask.ir import regex as rx
 from grammask.limits import DEFAULT_LIMITS, Limits, check_deadline, deadline
@@ -261,12 +262,22 @@ def _optional_branch(node: rx.RegexNode) -> rx.RegexNode | None:
     return None
 
 
+#: Up to this many strings (and characters in them all), the right side of a difference is
+#: subtracted as a set of words (`subtract_words`): the declared names of an object, spelled out.
+_FEW_WORDS = 4096
+
+
 def _subtract(node: rx.Difference, limits: Limits) -> ByteDFA | None:
     """`left − right` as a product of the two sides' DFAs (the left one, a string body, is usually
-    cached already), or None where a side alone is over a limit or the product is too large; the
-    one subset construction over both sides decides those cases."""
+    cached already), or of the left one and the right side's words where they are few; None where
+    a side alone is over a limit or the product is too large: the one subset construction over
+    both sides decides those cases."""
     try:
-        left, right = compile_regex(node.left, limits=limits), compile_regex(node.right, limits=limits)
+        left = compile_regex(node.left, limits=limits)
+        words = rx.strings(node.right, _FEW_WORDS)
+        if words is not None:
+            return subtract_words(left, (word.encode() for word in words), limits.max_dfa_states)
+        right = compile_regex(node.right, limits=limits)
     except GrammarError:
         return None
     return subtract_dfas(left, right, limits.max_dfa_states)

@@ -7,17 +7,25 @@ avoids determinising the string body again for every object. While the right sid
 state is a pair; once it dies, what is left is the left side on its own, so those states are the
 left DFA's states, shared by every pair that falls off the right side there.
 
-The result is exact and trim (unreachable states and states that can no longer accept are
+Where the right side is a few words (the declared names themselves, as they most often are),
+`subtract_words` pairs the left DFA with the words' trie instead: a trie node is reached by one
+path, so it pairs with one left state, and the product is laid out in one pass over the trie
+with no automaton built for the right side.
+
+The results are exact and trim (unreachable states and states that can no longer accept are
 dropped), though not always minimal.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
+
 import numpy as np
 
 from grammask.automata.dfa import START, ByteDFA
 
-__all__ = ["subtract_dfas"]
+__all__ = ["subtract_dfas", "subtract_words"]
 
 
 def subtract_dfas(left: ByteDFA, right: ByteDFA, max_states: int) -> ByteDFA | None:
@@ -94,3 +102,92 @@ def _reached(successors: tuple[tuple[int, ...], ...], entries: list[int]) -> set
                 seen.add(t)
                 waiting.append(t)
     return seen
+
+
+def subtract_words(left: ByteDFA, words: Iterable[bytes], max_states: int) -> ByteDFA | None:
+    """The DFA of the strings `left` accepts other than `words`, or None when it needs more than
+    `max_states` states. A state is a node of the words' trie where `left` is alive (in the one
+    state that node's path leads to), or a state of `left` alone once the text left the trie.
+    Nodes that do alike are merged, bottom up (the ends of the words, mostly), and a node that
+    does what its state of `left` does is that state: for a minimal `left`, the result is
+    minimal but where a node does what another state of `left` does."""
+    lt, la = left.transitions, left.accepting
+    children: list[dict[int, int]] = [{}]
+    ends = [False]
+    for word in words:
+        node = 0
+        for byte in word:
+            child = children[node].get(byte)
+            if child is None:
+                child = children[node][byte] = len(children)
+                children.append({})
+                ends.append(False)
+            node = child
+        ends[node] = True
+    rows: dict[int, list[int]] = {}  # left's rows the trie reads, as lists (indexed in Python)
+    # The trie nodes where `left` is alive, breadth first from the root, and its state at each.
+    state_of = {0: START}
+    order = [0]
+    for node in order:  # (grows as it goes)
+        q = state_of[node]
+        row = rows.get(q) or rows.setdefault(q, lt[q].tolist())
+        for byte, child in children[node].items():
+            if row[byte]:
+                state_of[child] = row[byte]
+                order.append(child)
+    # Bottom up (children come after their parents in `order`): what each node does, as
+    # ("left", q) where it does what left's state q does, ("pair", n) for the n-th distinct
+    # behaviour, or None where it can no longer accept; and the states of left that the pairs
+    # lead to (left is trim: each of its states can accept).
+    counts = {q: Counter(row) for q, row in rows.items()}
+    alive_bytes = {q: 256 - count[0] for q, count in counts.items()}
+    kind: dict[int, tuple[str, int] | None] = {}
+    behaviours: dict[tuple, int] = {}
+    chosen: list[int] = []  # a node of each behaviour
+    entries: set[int] = set()
+    for node in reversed(order):
+        q = state_of[node]
+        row, accepts = rows[q], bool(la[q]) and not ends[node]
+        moves = tuple((byte, kind.get(child)) for byte, child in children[node].items() if row[byte])
+        if accepts == la[q] and all(to == ("left", row[byte]) for byte, to in moves):
+            kind[node] = ("left", q)
+        elif accepts or alive_bytes[q] > len(moves) or any(to is not None for _, to in moves):
+            key = (q, accepts, moves)
+            number = behaviours.get(key)
+            if number is None:
+                number = behaviours[key] = len(behaviours)
+                chosen.append(node)
+                taken = Counter(row[byte] for byte, _ in moves)
+                entries.update(t for t, n in counts[q].items() if t and n > taken[t])
+                entries.update(to[1] for _, to in moves if to is not None and to[0] == "left")
+            kind[node] = ("pair", number)
+        else:
+            kind[node] = None
+    start = kind[0]
+    if start is None:
+        return ByteDFA(np.zeros((2, 256), dtype=np.int32), np.zeros(2, dtype=bool))
+    if start[0] == "left":  # no word is in left: nothing to take out
+        return left
+    # States: 0 dead, the behaviours from 1 (the root's first: the start), then left's states.
+    pairs = sorted(range(len(chosen)), key=lambda n: n != start[1])  # (the root's is the last made)
+    number_of = {n: i for i, n in enumerate(pairs, start=1)}
+    kept_left = np.array(sorted(_reached(left.successors, sorted(entries))), dtype=np.int64)
+    if 1 + len(pairs) + len(kept_left) > max_states:
+        return None
+    new_id = np.zeros(left.n_states, dtype=np.int32)
+    new_id[kept_left] = np.arange(1 + len(pairs), 1 + len(pairs) + len(kept_left), dtype=np.int32)
+    nodes = [chosen[n] for n in pairs]
+    table = np.zeros((1 + len(pairs) + len(kept_left), 256), dtype=np.int32)
+    table[1 : 1 + len(pairs)] = new_id[lt[[state_of[node] for node in nodes]]]
+    edges = [
+        (i, byte, 0 if to is None else number_of[to[1]] if to[0] == "pair" else int(new_id[to[1]]))
+        for i, node in enumerate(nodes, start=1)
+        for byte, to in ((byte, kind.get(child)) for byte, child in children[node].items())
+        if rows[state_of[node]][byte]
+    ]
+    if edges:
+        at, byte, to = np.array(edges, dtype=np.int64).T
+        table[at, byte] = to
+    table[1 + len(pairs) :] = new_id[lt[kept_left]]
+    accepting = [False] + [bool(la[state_of[node]]) and not ends[node] for node in nodes]
+    return ByteDFA(table, np.concatenate((np.array(accepting, dtype=bool), la[kept_left])))

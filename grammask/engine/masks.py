@@ -391,13 +391,12 @@ class MaskComputer:
         inside a long lexeme (a string under `maxLength`, say) reaches the same split nodes, and
         what follows a split depends only on the bytes below it. Children of a split node whose
         byte cannot start a lexeme after the split are dropped with their subtree first."""
-        ended = self.lexer.accepts(state)
+        made = self.parser.complete(earley_set, self.lexer.accepts(state))
         digest = hashlib.blake2b(group.tobytes(), digest_size=16).digest()
-        key = ("splits", earley_set.number, trie, ended, digest, shared)
+        key = ("splits", made.number, trie, digest, shared)
         found = self.cache.get(key)
         if found is not None:
             return found
-        made = self.parser.complete(earley_set, ended)
         below = self._below_splits(made.lex_start, trie, group, digest)
         tokens, offsets = below.tokens, below.offsets
         ok, unsure = self._valid_after(

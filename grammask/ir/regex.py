@@ -11,11 +11,12 @@ made (from its children's), so no query walks a tree: trees may be as deep as th
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import count
 from operator import attrgetter
+from typing import Any
 
 from grammask.ir.hashing import cached_hash
 
@@ -45,6 +46,7 @@ __all__ = [
     "repeat",
     "size",
     "star",
+    "strings",
     "words",
 ]
 
@@ -291,6 +293,108 @@ def words(texts: Iterable[str]) -> RegexNode:
         parts += [concat(literal(label), built.pop(id(child))) for label, child in edges]
         built[id(node)] = _union(parts)
     return built[id(trie)]
+
+
+#: Most characters `strings` lets one class stand for (a hex digit of an escape has 16 or 22).
+_FEW_CHARS = 22
+
+
+def strings(node: RegexNode, limit: int) -> frozenset[str] | None:
+    """Every string `node` matches, when they are finite and at most `limit` (their count and
+    their total length; each class at most `_FEW_CHARS` characters), else None. Bottom up,
+    without recursion, each shared subtree once: first how many strings each node may have at
+    most, so that a tree of too many fails before any string is made."""
+    if _bottom_up(node, lambda item, parts: _count_of(item, parts, limit)) > limit:
+        return None
+    return _bottom_up(node, lambda item, parts: _strings_of(item, parts, limit))
+
+
+def _bottom_up(node: RegexNode, combine: Callable[[RegexNode, list[Any]], Any]) -> Any:
+    """`combine(item, its children's values)` for every item of the tree, children first."""
+    found: dict[int, Any] = {}
+    stack: list[RegexNode] = [node]
+    while stack:
+        item = stack[-1]
+        waiting = [child for child in _children(item) if id(child) not in found]
+        if waiting:
+            stack += waiting
+            continue
+        stack.pop()
+        found[id(item)] = combine(item, [found[id(child)] for child in _children(item)])
+    return found[id(node)]
+
+
+def _count_of(node: RegexNode, parts: list[int], limit: int) -> int:
+    """At most how many strings `node` matches, given its children's (`limit + 1`: too many)."""
+    over = limit + 1
+    if isinstance(node, CharClass):
+        return min(over, _chars_in(node))
+    if isinstance(node, Alt):
+        return min(over, sum(parts))
+    if isinstance(node, Repeat) and node.max is not None:
+        total, each = int(node.min == 0), 1
+        for times in range(1, node.max + 1):
+            each = min(over, each * parts[0])
+            total = min(over, total + each) if times >= node.min else total
+            if total >= over or each == 0:
+                break
+        return total
+    if not isinstance(node, Concat):  # a difference, or a repeat without end
+        return over
+    total = 1
+    for part in parts:
+        total = min(over, total * part)
+    return total
+
+
+def _strings_of(node: RegexNode, parts: list[frozenset[str] | None], limit: int) -> frozenset[str] | None:
+    """`strings` of `node`, given those of its children."""
+    if isinstance(node, CharClass):
+        if _chars_in(node) > _FEW_CHARS:
+            return None
+        return frozenset(chr(c) for lo, hi in node.ranges for c in range(lo, hi + 1) if not 0xD800 <= c <= 0xDFFF)
+    if isinstance(node, Difference) or any(part is None for part in parts):
+        return None
+    if isinstance(node, Alt):
+        out: frozenset[str] = frozenset().union(*parts)  # type: ignore[arg-type]
+        return out if _within(out, limit) else None
+    if isinstance(node, Repeat):
+        if node.max is None:
+            return None
+        one, each = parts[0], frozenset([""])
+        assert one is not None
+        out = frozenset([""]) if node.min == 0 else frozenset()
+        for times in range(1, node.max + 1):
+            if len(each) * len(one) > limit:
+                return None
+            each = frozenset(a + b for a in each for b in one)
+            if not _within(each, limit):
+                return None
+            if times >= node.min:
+                out |= each
+        return out if _within(out, limit) else None
+    out = frozenset([""])
+    for part in parts:  # a concatenation
+        assert part is not None
+        if len(part) == 1 and len(out) == 1:  # a literal's characters, as most are
+            out = frozenset([next(iter(out)) + next(iter(part))])
+            continue
+        if len(out) * len(part) > limit:
+            return None
+        out = frozenset(a + b for a in out for b in part)
+        if not _within(out, limit):
+            return None
+    return out
+
+
+def _chars_in(node: CharClass) -> int:
+    """How many characters the class matches (surrogates, which it never matches, left out)."""
+    surrogates = sum(max(0, min(hi, 0xDFFF) - max(lo, 0xD800) + 1) for lo, hi in node.ranges)
+    return sum(hi - lo + 1 for lo, hi in node.ranges) - surrogates
+
+
+def _within(texts: frozenset[str], limit: int) -> bool:
+    return len(texts) <= limit and sum(map(len, texts)) <= limit
 
 
 def repeat(item: RegexNode, min: int, max: int | None) -> RegexNode:

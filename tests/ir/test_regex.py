@@ -72,3 +72,29 @@ def test_ident_numbers_deep_trees_without_recursion():
     for _ in range(50_000):
         deep = rx.Repeat(deep, 0, 1)
     assert rx.ident(deep) == rx.ident(deep) > 0
+
+
+@given(st.lists(st.text("ab\u00e9", max_size=4), max_size=6))
+def test_strings_of_words_are_the_words(texts):
+    assert rx.strings(rx.words(texts), 100) == frozenset(texts)
+
+
+def test_strings_of_finite_trees():
+    hex_digit = rx.char_class([(48, 57), (65, 70), (97, 102)])
+    assert rx.strings(rx.concat(rx.literal("x"), rx.repeat(rx.char_class([(48, 49)]), 0, 2)), 100) == {
+        "x", "x0", "x1", "x00", "x01", "x10", "x11",
+    }  # fmt: skip
+    assert len(rx.strings(rx.concat(hex_digit, hex_digit), 1000)) == 22 * 22
+    assert rx.strings(rx.char_class([(0xD7FF, 0xE000)]), 100) == {"\ud7ff", "\ue000"}  # no surrogates
+    assert rx.strings(rx.EMPTY, 1) == {""} and rx.strings(rx.NOTHING, 1) == frozenset()
+
+
+def test_strings_refuses_what_is_infinite_or_too_many():
+    assert rx.strings(rx.star(rx.literal("a")), 100) is None
+    assert rx.strings(rx.char_class([(0, 1000)]), 10_000) is None  # a class of many characters
+    assert rx.strings(rx.repeat(rx.char_class([(48, 57)]), 4, 4), 1000) is None  # 10,000 strings
+    assert rx.strings(rx.difference(rx.literal("a"), rx.literal("b")), 100) is None
+    deep = rx.literal("a")
+    for _ in range(5000):
+        deep = rx.alt(rx.concat(rx.literal("b"), deep), rx.literal("c"))
+    assert rx.strings(deep, 100) is None  # without recursion, over the limit
