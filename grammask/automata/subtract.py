@@ -18,7 +18,6 @@ dropped), though not always minimal.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable
 
 import numpy as np
@@ -137,14 +136,11 @@ def subtract_words(left: ByteDFA, words: Iterable[bytes], max_states: int) -> By
                 order.append(child)
     # Bottom up (children come after their parents in `order`): what each node does, as
     # ("left", q) where it does what left's state q does, ("pair", n) for the n-th distinct
-    # behaviour, or None where it can no longer accept; and the states of left that the pairs
-    # lead to (left is trim: each of its states can accept).
-    counts = {q: Counter(row) for q, row in rows.items()}
-    alive_bytes = {q: 256 - count[0] for q, count in counts.items()}
+    # behaviour, or None where it can no longer accept (left is trim: each of its states can).
+    alive_bytes = {q: 256 - row.count(0) for q, row in rows.items()}
     kind: dict[int, tuple[str, int] | None] = {}
     behaviours: dict[tuple, int] = {}
     chosen: list[int] = []  # a node of each behaviour
-    entries: set[int] = set()
     for node in reversed(order):
         q = state_of[node]
         row, accepts = rows[q], bool(la[q]) and not ends[node]
@@ -157,9 +153,6 @@ def subtract_words(left: ByteDFA, words: Iterable[bytes], max_states: int) -> By
             if number is None:
                 number = behaviours[key] = len(behaviours)
                 chosen.append(node)
-                taken = Counter(row[byte] for byte, _ in moves)
-                entries.update(t for t, n in counts[q].items() if t and n > taken[t])
-                entries.update(to[1] for _, to in moves if to is not None and to[0] == "left")
             kind[node] = ("pair", number)
         else:
             kind[node] = None
@@ -168,26 +161,32 @@ def subtract_words(left: ByteDFA, words: Iterable[bytes], max_states: int) -> By
         return ByteDFA(np.zeros((2, 256), dtype=np.int32), np.zeros(2, dtype=bool))
     if start[0] == "left":  # no word is in left: nothing to take out
         return left
-    # States: 0 dead, the behaviours from 1 (the root's first: the start), then left's states.
-    pairs = sorted(range(len(chosen)), key=lambda n: n != start[1])  # (the root's is the last made)
-    number_of = {n: i for i, n in enumerate(pairs, start=1)}
-    kept_left = np.array(sorted(_reached(left.successors, sorted(entries))), dtype=np.int64)
-    if 1 + len(pairs) + len(kept_left) > max_states:
-        return None
-    new_id = np.zeros(left.n_states, dtype=np.int32)
-    new_id[kept_left] = np.arange(1 + len(pairs), 1 + len(pairs) + len(kept_left), dtype=np.int32)
-    nodes = [chosen[n] for n in pairs]
-    table = np.zeros((1 + len(pairs) + len(kept_left), 256), dtype=np.int32)
-    table[1 : 1 + len(pairs)] = new_id[lt[[state_of[node] for node in nodes]]]
+    # States: 0 dead, the behaviours from 1 (the root's first: the start), then the states of left
+    # that they lead to and what those reach. Rows of behaviours name left's states as they are,
+    # and behaviours as -(their number) until left's states are numbered.
+    numbers = sorted(range(len(chosen)), key=lambda n: n != start[1])
+    nodes = [chosen[n] for n in numbers]
+    number_of = {n: i for i, n in enumerate(numbers, start=1)}
+    paired = lt[[state_of[node] for node in nodes]]
     edges = [
-        (i, byte, 0 if to is None else number_of[to[1]] if to[0] == "pair" else int(new_id[to[1]]))
-        for i, node in enumerate(nodes, start=1)
+        (i, byte, 0 if to is None else -number_of[to[1]] if to[0] == "pair" else to[1])
+        for i, node in enumerate(nodes)
         for byte, to in ((byte, kind.get(child)) for byte, child in children[node].items())
         if rows[state_of[node]][byte]
     ]
     if edges:
         at, byte, to = np.array(edges, dtype=np.int64).T
-        table[at, byte] = to
-    table[1 + len(pairs) :] = new_id[lt[kept_left]]
+        paired[at, byte] = to
+    reached = np.zeros(left.n_states, dtype=bool)
+    reached[paired[paired > 0]] = True
+    entries = np.flatnonzero(reached).tolist()
+    kept_left = np.array(sorted(_reached(left.successors, entries)), dtype=np.int64)
+    if 1 + len(nodes) + len(kept_left) > max_states:
+        return None
+    new_id = np.zeros(left.n_states, dtype=np.int32)
+    new_id[kept_left] = np.arange(1 + len(nodes), 1 + len(nodes) + len(kept_left), dtype=np.int32)
+    table = np.zeros((1 + len(nodes) + len(kept_left), 256), dtype=np.int32)
+    table[1 : 1 + len(nodes)] = np.where(paired >= 0, new_id[np.maximum(paired, 0)], -paired)
+    table[1 + len(nodes) :] = new_id[lt[kept_left]]
     accepting = [False] + [bool(la[state_of[node]]) and not ends[node] for node in nodes]
     return ByteDFA(table, np.concatenate((np.array(accepting, dtype=bool), la[kept_left])))

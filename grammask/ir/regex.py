@@ -11,12 +11,11 @@ made (from its children's), so no query walks a tree: trees may be as deep as th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import count
 from operator import attrgetter
-from typing import Any
 
 from grammask.ir.hashing import cached_hash
 
@@ -304,24 +303,32 @@ def strings(node: RegexNode, limit: int) -> frozenset[str] | None:
     their total length; each class at most `_FEW_CHARS` characters), else None. Bottom up,
     without recursion, each shared subtree once: first how many strings each node may have at
     most, so that a tree of too many fails before any string is made."""
-    if _bottom_up(node, lambda item, parts: _count_of(item, parts, limit)) > limit:
+    order = _post_order(node)
+    counts: dict[int, int] = {}
+    for item in order:
+        counts[id(item)] = _count_of(item, [counts[id(child)] for child in _children(item)], limit)
+    if counts[id(node)] > limit:
         return None
-    return _bottom_up(node, lambda item, parts: _strings_of(item, parts, limit))
-
-
-def _bottom_up(node: RegexNode, combine: Callable[[RegexNode, list[Any]], Any]) -> Any:
-    """`combine(item, its children's values)` for every item of the tree, children first."""
-    found: dict[int, Any] = {}
-    stack: list[RegexNode] = [node]
-    while stack:
-        item = stack[-1]
-        waiting = [child for child in _children(item) if id(child) not in found]
-        if waiting:
-            stack += waiting
-            continue
-        stack.pop()
-        found[id(item)] = combine(item, [found[id(child)] for child in _children(item)])
+    found: dict[int, frozenset[str] | None] = {}
+    for item in order:
+        found[id(item)] = _strings_of(item, [found[id(child)] for child in _children(item)], limit)
     return found[id(node)]
+
+
+def _post_order(node: RegexNode) -> list[RegexNode]:
+    """The nodes of the tree, each once, every node after its children."""
+    seen: set[int] = set()
+    order: list[RegexNode] = []
+    stack: list[tuple[RegexNode, bool]] = [(node, False)]
+    while stack:
+        item, ready = stack.pop()
+        if ready:
+            order.append(item)
+        elif id(item) not in seen:
+            seen.add(id(item))
+            stack.append((item, True))
+            stack += [(child, False) for child in _children(item)]
+    return order
 
 
 def _count_of(node: RegexNode, parts: list[int], limit: int) -> int:
@@ -389,6 +396,8 @@ def _strings_of(node: RegexNode, parts: list[frozenset[str] | None], limit: int)
 
 def _chars_in(node: CharClass) -> int:
     """How many characters the class matches (surrogates, which it never matches, left out)."""
+    if len(node.ranges) == 1 and node.ranges[0][0] == node.ranges[0][1]:
+        return 1  # one character, as most are
     surrogates = sum(max(0, min(hi, 0xDFFF) - max(lo, 0xD800) + 1) for lo, hi in node.ranges)
     return sum(hi - lo + 1 for lo, hi in node.ranges) - surrogates
 
