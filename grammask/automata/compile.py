@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import gc
 import threading
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from functools import lru_cache
 from itertools import groupby
 
@@ -40,7 +40,7 @@ import numpy as np
 from grammask.automata.alphabet import alphabet_of
 from grammask.automata.concat import concat_dfas
 from grammask.automata.determinise import determinise
-from grammask.automata.dfa import START, ByteDFA
+from grammask.automata.dfa import START, ByteDFA, Chain
 from grammask.automata.expand import expand_utf8
 from grammask.automata.minimise import minimise
 from grammask.automata.nfa import CharDFA, NFABuilder
@@ -111,7 +111,7 @@ def _ascii_chain(classes: Sequence[rx.RegexNode]) -> ByteDFA:
             transitions[i, lo : hi + 1] = i + 1
     accepting = np.zeros(len(transitions), dtype=bool)
     accepting[-1] = True
-    return ByteDFA(transitions, accepting)
+    return ByteDFA(transitions, accepting, Chain(tuple(map(rx.ident, classes))))
 
 
 def _build(node: rx.RegexNode, limits: Limits, made: bool = False) -> ByteDFA:
@@ -197,13 +197,21 @@ def _from_parts(node: rx.RegexNode, limits: Limits, made: bool) -> ByteDFA | Non
         # `_hoist` makes are built each time, lest they crowd the lexemes out of the cache.
         own = {id(item) for item in node.items}
         parts: list[ByteDFA] = []
+        texts: list[tuple[rx.RegexNode, ...]] = []  # the items of each part
         for ascii, group in groupby(_hoist(node.items), _is_ascii):
             if ascii:
                 classes = list(group)  # one class (punctuation) is cached, a run (a name) is built
                 parts.append(compile_regex(classes[0], limits=limits) if len(classes) == 1 else _ascii_chain(classes))
+                texts.append(tuple(classes))
             else:
-                parts.extend(_part(item, limits, id(item) not in own) for item in group)
-        return concat_dfas(parts, max_states)
+                for member in group:
+                    parts.append(_part(member, limits, id(member) not in own))
+                    texts.append((member,))
+        # What follows each part, named by the items' numbers: equal names, equal text.
+        after: list[Hashable] = [None]
+        for items in reversed(texts[1:]):
+            after.append((tuple(map(rx.ident, items)), after[-1]))
+        return concat_dfas(parts, max_states, after[::-1])
     if isinstance(node, rx.Alt):
         branch = _optional_branch(node)
         return None if branch is None else optional_dfa(_part(branch, limits, made), max_states)

@@ -19,34 +19,47 @@ without it, a dozen numpy calls per part, which cost most of the time of a JSON 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 
 import numpy as np
 
 from grammask import jit
-from grammask.automata.dfa import DEAD, START, ByteDFA
+from grammask.automata.dfa import DEAD, START, ByteDFA, Joined
 
 __all__ = ["concat_dfas", "warm_up"]
 
 
-def concat_dfas(parts: Sequence[ByteDFA], max_states: int) -> ByteDFA | None:
+def concat_dfas(parts: Sequence[ByteDFA], max_states: int, after: Sequence[Hashable] | None = None) -> ByteDFA | None:
     """The DFA of the strings made of one string of each part in order, or None when a boundary
     is ambiguous (some byte could both continue a left string and start the right one), a part
     accepts nothing, or the result would have more than `max_states` states. The parts must be
-    trim, as `compile_regex` makes them."""
+    trim, as `compile_regex` makes them. `after[i]`, when given, names the text of the parts
+    after part i (None for the last): the result then names its states' residuals by the parts'
+    (`ByteDFA.residual`)."""
     if not parts:
         return None
+    layout = np.zeros((2, len(parts)), dtype=np.int64)  # per part: its first row, its first state kept
     if jit.AVAILABLE:
         table = np.concatenate([part.transitions for part in parts])
         accepting = np.concatenate([part.accepting for part in parts])
         offsets = np.zeros(len(parts) + 1, dtype=np.int64)
         offsets[1:] = [part.n_states for part in parts]
-        size = jit.jit("concat", _join)(table, accepting, offsets.cumsum(), max_states)
-        return None if size < 0 else ByteDFA(table[:size], accepting[:size])
-    return _join_numpy(parts, max_states)
+        size = jit.jit("concat", _join)(table, accepting, offsets.cumsum(), max_states, layout)
+        if size < 0:
+            return None
+        table, accepting = table[:size], accepting[:size]
+    else:
+        joined = _join_numpy(parts, max_states, layout)
+        if joined is None:
+            return None
+        table, accepting = joined
+    if after is None:
+        return ByteDFA(table, accepting)
+    rows, kept = (tuple(row.tolist()) for row in layout)
+    return ByteDFA(table, accepting, origin=Joined(rows, kept, tuple(p.residual_source for p in parts), tuple(after)))
 
 
-def _join_numpy(parts: Sequence[ByteDFA], max_states: int) -> ByteDFA | None:
+def _join_numpy(parts: Sequence[ByteDFA], max_states: int, layout: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """`concat_dfas` with numpy: a dozen calls per part."""
     if any(part.accepting_states.size == 0 for part in parts):
         return None
@@ -57,7 +70,7 @@ def _join_numpy(parts: Sequence[ByteDFA], max_states: int) -> ByteDFA | None:
     table[:size] = parts[0].transitions
     accepting[:size] = parts[0].accepting
     ends = parts[0].accepting_states  # where the parts joined so far may end
-    for part in parts[1:]:
+    for index, part in enumerate(parts[1:], start=1):
         first = part.first_bytes
         rows_at_ends = table[ends]
         if rows_at_ends[:, first].any():
@@ -75,6 +88,7 @@ def _join_numpy(parts: Sequence[ByteDFA], max_states: int) -> ByteDFA | None:
             kept, start = 2, 0  # nothing leads to the start: its number is never read
         if size + n - kept > max_states:
             return None
+        layout[:, index] = size, kept
         new_id = np.arange(shift, shift + n, dtype=np.int32)
         new_id[DEAD], new_id[START] = DEAD, start
         new_id.take(part.transitions[kept:], out=table[size : size + n - kept])
@@ -87,13 +101,14 @@ def _join_numpy(parts: Sequence[ByteDFA], max_states: int) -> ByteDFA | None:
         size += n - kept
     # Views, not copies: the rows left unused (at most two per part) cost less than copying a
     # table too large for the allocator to reuse.
-    return ByteDFA(table[:size], accepting[:size])
+    return table[:size], accepting[:size]
 
 
-def _join(table: np.ndarray, accepting: np.ndarray, offsets: np.ndarray, max_states: int) -> int:
+def _join(table: np.ndarray, accepting: np.ndarray, offsets: np.ndarray, max_states: int, layout: np.ndarray) -> int:
     """`concat_dfas` over the parts' tables stacked in `table` (part i in rows `offsets[i]` to
     `offsets[i + 1]`), in place: the joined automaton is left in the first rows, and their number
-    returned (-1 where the numpy version gives None). Compiled by numba.
+    returned (-1 where the numpy version gives None); where each part's states went, in `layout`
+    (its first row, its first state kept). Compiled by numba.
 
     A part's rows only move down (dropped starts), each read before anything is written over it."""
     for part in range(len(offsets) - 1):
@@ -132,6 +147,8 @@ def _join(table: np.ndarray, accepting: np.ndarray, offsets: np.ndarray, max_sta
             kept, shift, start = 2, size - 2, 0
         if size + n - kept > max_states:
             return -1
+        layout[0, part] = size
+        layout[1, part] = kept
         n_following = 0
         if empty:
             following[:n_ends] = ends[:n_ends]

@@ -3,17 +3,26 @@
 Conventions every producer keeps and every consumer may rely on: state 0 is the dead state (all
 its transitions lead to 0 and it does not accept) and state 1 is the start state. A DFA whose
 start state accepts nothing has just these two states and is "empty".
+
+`ByteDFA.residual` names what can follow a state, across DFAs: a DFA joined from parts
+(`concat_dfas`) names a state of part i by the part's own name for it and the text of the parts
+after it, and a chain of classes (a member's name) by the classes left, so that the value of a
+JSON member's lexeme (`"name": "` then a string), or the end of its name, is the same residual
+in every member's lexeme, and what is derived from a residual (the walk of a vocabulary's
+tokens) is shared by all of them.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from collections.abc import Hashable
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import count
 
 import numpy as np
 
-__all__ = ["DEAD", "START", "ByteDFA"]
+__all__ = ["DEAD", "START", "ByteDFA", "Chain", "Joined"]
 
 DEAD = 0
 START = 1
@@ -27,6 +36,8 @@ class ByteDFA:
 
     transitions: np.ndarray  # int32 [n_states, 256]
     accepting: np.ndarray  # bool [n_states]
+    #: how it was built, where that names its states' residuals across DFAs (see `residual`)
+    origin: Joined | Chain | None = None
 
     def __post_init__(self) -> None:
         t, a = self.transitions, self.accepting
@@ -64,6 +75,17 @@ class ByteDFA:
         from this DFA in other objects (the walks of a vocabulary's tokens through it). The same
         lexeme in two grammars is the same object while the cache of compiled lexemes holds it."""
         return next(_serials)
+
+    @property
+    def residual_source(self) -> int | Joined | Chain:
+        """What `residual` reads: the serial, or how the DFA was built (no tables: a joined DFA
+        keeps its parts' names, not their arrays)."""
+        return self.serial if self.origin is None else self.origin
+
+    def residual(self, state: int) -> Hashable:
+        """A name for the strings that can follow `state` (its residual language), equal for two
+        states (of any DFAs of this process) only where their residuals are equal."""
+        return residual(self.residual_source, state)
 
     @cached_property
     def accepting_states(self) -> np.ndarray:
@@ -116,3 +138,43 @@ class ByteDFA:
     def is_empty(self) -> bool:
         """Whether no string at all is accepted."""
         return not self.live[START]
+
+
+@dataclass(frozen=True)
+class Chain:
+    """A chain of one character of each class in turn: state i (from 1) has `classes[i - 1:]`
+    left, by the classes' numbers (`rx.ident`)."""
+
+    classes: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Joined:
+    """How a DFA was joined from parts: part i's states `kept[i]` and on are rows `rows[i]` and on
+    (up to `rows[i + 1]`), `sources[i]` is the part's `residual_source`, and `after[i]` names the
+    text of the parts after it (equal names, equal languages)."""
+
+    rows: tuple[int, ...]
+    kept: tuple[int, ...]
+    sources: tuple[int | Joined | Chain, ...]
+    after: tuple[Hashable, ...]
+
+
+def residual(source: int | Joined | Chain, state: int) -> Hashable:
+    """`ByteDFA.residual` of `state` in the DFA that `source` describes: (serial, state) for a DFA
+    built whole; the classes left for a chain (none in the dead state: it has nothing left, not
+    an empty string); for a joined one, the residual of the state in its part, followed by the
+    parts after it (the join is unambiguous, so the strings that follow are exactly those)."""
+    trail: list[Hashable] = []
+    while isinstance(source, Joined):
+        part = bisect_right(source.rows, state) - 1
+        state = state - source.rows[part] + source.kept[part]
+        trail.append(source.after[part])
+        source = source.sources[part]
+    if isinstance(source, Chain):
+        name: Hashable = ("chain", source.classes[state - 1 :] if state else None)
+    else:
+        name = (source, state)
+    for after in reversed(trail):
+        name = (name, after) if after is not None else name
+    return name

@@ -22,7 +22,7 @@ import mmap
 import threading
 from array import array
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import ClassVar
 
 import numpy as np
@@ -343,11 +343,12 @@ class Lexer:
             self._follow_bits[terminal] = found
         return found
 
-    def lexeme_key(self, terminal: int) -> tuple[int, int]:
-        """What the states of lexeme `terminal`'s block do to text, whatever the grammar: its
-        DFA (by `ByteDFA.serial`) and the bytes that may begin a next lexeme after it. Two
-        grammars' states with the same key and DFA state walk a vocabulary's trie alike."""
-        return self._dfa(terminal).serial, self.follow_bits(terminal)
+    def residual_key(self, terminal: int, dfa_state: int) -> tuple[Hashable, int]:
+        """What state `dfa_state` of lexeme `terminal`'s DFA does to text, whatever the grammar
+        and the lexeme: the strings that can follow it (`ByteDFA.residual`) and the bytes that may
+        begin a next lexeme after it. States with the same key walk a vocabulary's trie alike: the
+        string value in the lexeme of every member `"name": "…"` of every grammar, say."""
+        return self._dfa(terminal).residual(dfa_state), self.follow_bits(terminal)
 
     def _boundary_row(self, terminals: tuple[int, ...]) -> int:
         """The row of `follows` for a state where lexemes `terminals` end (added if new)."""

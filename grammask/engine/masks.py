@@ -516,19 +516,26 @@ class MaskComputer:
 
     def _lexeme_walk(self, state: int, terminal: int, dfa_state: int) -> TokenWalk:
         """The walk of `state`, where lexeme `terminal` alone is alive, in state `dfa_state` of its
-        DFA. It depends on that DFA, the state and the bytes that may follow the lexeme, not on
-        the grammar: the vocabulary's tables keep it for every grammar with the same lexeme (its
-        split states as DFA states, numbered again in each grammar's lexer)."""
+        DFA. It depends on the strings that can follow that state and the bytes that may follow
+        the lexeme, not on the grammar nor the lexeme: the vocabulary's tables keep it for every
+        state with the same residual (`Lexer.residual_key`), in every grammar.
+
+        They keep the split nodes alone. What a split does next depends only on the lexemes that
+        end there (see `Splits`), here lexeme `terminal` alone, in any of its accepting states."""
         base = self.lexer.single(terminal, 0)  # (lays the block, which the walk would do anyway)
-        key = (*self.lexer.lexeme_key(terminal), dfa_state, state != base + dfa_state)
+        key = (*self.lexer.residual_key(terminal, dfa_state), state != base + dfa_state)
         shared = self.tables.walks
         found = shared.get(key)
-        if found is not None:  # the alive mask, then each split's trie, nodes and DFA states
-            splits = _splits_of(found[1:])
-            return TokenWalk(found[0], tuple(Splits(s.trie, s.nodes, s.states + base) for s in splits))
+        if found is not None:  # the alive mask, then each split's trie and nodes
+            ended = base + int(self.parser.dfa(terminal).accepting_states[0])
+            splits = tuple(
+                Splits(trie, nodes, np.full(len(nodes), ended, dtype=np.int32))
+                for trie, nodes in zip(*[iter(found[1:])] * 2, strict=True)
+            )
+            return TokenWalk(found[0], splits)
         walk = self._computed_walk(state)
-        local = tuple(Splits(s.trie, s.nodes, s.states - base) for s in walk.splits)
-        shared.put(key, (walk.alive, *_flat(local)), walk.alive.nbytes + sum(s.nbytes for s in local))
+        local = tuple(item for s in walk.splits for item in (s.trie, s.nodes))
+        shared.put(key, (walk.alive, *local), walk.alive.nbytes + sum(s.nodes.nbytes for s in walk.splits))
         return walk
 
     def _computed_walk(self, state: int) -> TokenWalk:

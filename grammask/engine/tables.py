@@ -211,7 +211,7 @@ class VocabTables:
     index: TrieIndex
     #: JSON string content of any length, then of at most each of `SLICE_BOUNDS` bytes
     json_string: tuple[TokenSlice, ...]
-    #: walks through a single lexeme's states, by `Lexer.lexeme_key` and DFA state, for every
+    #: walks through a single lexeme's states, by `Lexer.residual_key`, for every
     #: grammar: most JSON Schemas have the same string, number and punctuation lexemes (see
     #: `MaskComputer.walk`)
     walks: LRUCache = field(default_factory=lambda: LRUCache(SHARED_WALK_BYTES))

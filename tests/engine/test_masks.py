@@ -322,11 +322,11 @@ def test_nested_depths_share_walks_and_masks(vocab_llama3):
 
 
 def test_grammars_with_the_same_lexeme_share_its_walks(vocab_llama3):
-    """A walk inside a lexeme depends on the lexeme's DFA and on the bytes that may begin a lexeme
-    after it, not on the grammar: a second grammar where `[a-z]+` is also followed by `)` takes
-    the first one's walk after `(ab` from the vocabulary's tables, with its split states
-    numbered in its own lexer, and one where `]` follows it computes its own (`ab]` splits
-    there, `ab)` does not). Masks stay those of brute force."""
+    """A walk inside a lexeme depends on what can follow the state and on the bytes that may begin
+    a lexeme after it, not on the grammar: a second grammar where `[a-z]+` is also followed by `)`
+    takes the first one's walk after `(ab` from the vocabulary's tables, its splits in its own
+    lexer's states, and one where `]` follows it computes its own (`ab]` splits there, `ab)` does
+    not). Masks stay those of brute force."""
     word = lex(rx.plus(rx.char_class([(97, 122)])))
     first = Grammar({"root": alt(seq(literal("("), ref("root"), literal(")")), word)})
     brackets = seq(literal("["), ref("root"), literal(")"))
@@ -343,6 +343,29 @@ def test_grammars_with_the_same_lexeme_share_its_walks(vocab_llama3):
         for prefix in (b"(abc", b"((x", b"(((yz"):
             assert_mask_is_brute_force(compiled, prefix)
     assert computed == [2, 0, 2]
+
+
+def test_members_of_other_names_share_the_walks_of_their_values(vocab_llama3):
+    """A member's lexeme is its name, `:` and its value: states past the name have the same
+    residual in every member of every schema with the same value and what follows it
+    (`ByteDFA.residual`), and so the same walk. A schema whose names differ from the first one's
+    computes only the walks of its names. Masks stay those of brute force."""
+
+    def schema(first: str, second: str) -> dict:
+        value = {"type": "string"}
+        return {"type": "object", "properties": {first: value, second: value}, "required": [first, second]}
+
+    texts = [b'{"%s": "some text', b'{"%s": "a", "%s": "more \\\\ text', b'{"%s": "a", "%s": "b"']
+    computed = []
+    for names in (("alpha", "beta"), ("gamma", "delta_beta")):
+        compiled = grammask.compile(Grammar.from_json_schema(schema(*names)), vocab_llama3)
+        if not computed:
+            compiled.masks.tables.walks.clear()  # (earlier tests may have walked these values)
+        before = compiled.masks.walks_computed
+        for text in texts:
+            assert_mask_is_brute_force(compiled, text % tuple(n.encode() for n in names[: text.count(b"%s")]))
+        computed.append(compiled.masks.walks_computed - before)
+    assert 0 < computed[1] < computed[0] / 2, computed
 
 
 def test_cache_stays_within_its_budget(vocab_llama3):
