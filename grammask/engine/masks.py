@@ -527,6 +527,8 @@ class MaskComputer:
         shared = self.tables.walks
         found = shared.get(key)
         if found is not None:  # the alive mask, then each split's trie and nodes
+            if len(found) == 1:  # no split (a lexeme that accepts nothing has none)
+                return TokenWalk(found[0], ())
             ended = base + int(self.parser.dfa(terminal).accepting_states[0])
             splits = tuple(
                 Splits(trie, nodes, np.full(len(nodes), ended, dtype=np.int32))

@@ -368,6 +368,17 @@ def test_members_of_other_names_share_the_walks_of_their_values(vocab_llama3):
     assert 0 < computed[1] < computed[0] / 2, computed
 
 
+def test_a_lexeme_that_accepts_nothing_shares_its_empty_walk(vocab_llama3):
+    """A difference may turn out empty only once compiled: the keys that no pattern takes, where
+    one pattern takes them all. Its lexeme is expected, never entered: a second grammar reads its
+    walk, with no split, from the vocabulary's tables."""
+    schema = {"type": "object", "patternProperties": {".*": {"type": "string"}}}
+    for _ in range(2):  # (two grammars: the compile cache would give the first one back)
+        compiled = CompiledGrammar(Grammar.from_json_schema(schema), vocab_llama3)
+        for prefix in (b"{", b'{"a": "x", ', b'{"a": "x", "b'):
+            assert_mask_is_brute_force(compiled, prefix)
+
+
 def test_cache_stays_within_its_budget(vocab_llama3):
     """A long random walk under a small byte budget: memory stays under it, masks never change."""
     budget = 160 * 2**10  # about ten masks
