@@ -136,11 +136,11 @@ def subtract_words(left: ByteDFA, words: Iterable[bytes], max_states: int) -> By
                 order.append(child)
     # Bottom up (children come after their parents in `order`): what each node does, as
     # ("left", q) where it does what left's state q does, ("pair", n) for the n-th distinct
-    # behaviour, or None where it can no longer accept (left is trim: each of its states can).
+    # behaviour, or None where it can no longer accept (left is trim: each of its states can). A
+    # behaviour is (left's state, whether it accepts, what each byte into the trie leads to).
     alive_bytes = {q: 256 - row.count(0) for q, row in rows.items()}
     kind: dict[int, tuple[str, int] | None] = {}
     behaviours: dict[tuple, int] = {}
-    chosen: list[int] = []  # a node of each behaviour
     for node in reversed(order):
         q = state_of[node]
         row, accepts = rows[q], bool(la[q]) and not ends[node]
@@ -148,12 +148,7 @@ def subtract_words(left: ByteDFA, words: Iterable[bytes], max_states: int) -> By
         if accepts == la[q] and all(to == ("left", row[byte]) for byte, to in moves):
             kind[node] = ("left", q)
         elif accepts or alive_bytes[q] > len(moves) or any(to is not None for _, to in moves):
-            key = (q, accepts, moves)
-            number = behaviours.get(key)
-            if number is None:
-                number = behaviours[key] = len(behaviours)
-                chosen.append(node)
-            kind[node] = ("pair", number)
+            kind[node] = ("pair", behaviours.setdefault((q, accepts, moves), len(behaviours)))
         else:
             kind[node] = None
     start = kind[0]
@@ -164,15 +159,13 @@ def subtract_words(left: ByteDFA, words: Iterable[bytes], max_states: int) -> By
     # States: 0 dead, the behaviours from 1 (the root's first: the start), then the states of left
     # that they lead to and what those reach. Rows of behaviours name left's states as they are,
     # and behaviours as -(their number) until left's states are numbered.
-    numbers = sorted(range(len(chosen)), key=lambda n: n != start[1])
-    nodes = [chosen[n] for n in numbers]
-    number_of = {n: i for i, n in enumerate(numbers, start=1)}
-    paired = lt[[state_of[node] for node in nodes]]
+    made = sorted(behaviours.items(), key=lambda item: item[1] != start[1])
+    number_of = {n: i for i, (_, n) in enumerate(made, start=1)}
+    paired = lt[[q for (q, _, _), _ in made]]
     edges = [
         (i, byte, 0 if to is None else -number_of[to[1]] if to[0] == "pair" else to[1])
-        for i, node in enumerate(nodes)
-        for byte, to in ((byte, kind.get(child)) for byte, child in children[node].items())
-        if rows[state_of[node]][byte]
+        for i, ((_, _, moves), _) in enumerate(made)
+        for byte, to in moves
     ]
     if edges:
         at, byte, to = np.array(edges, dtype=np.int64).T
@@ -181,12 +174,12 @@ def subtract_words(left: ByteDFA, words: Iterable[bytes], max_states: int) -> By
     reached[paired[paired > 0]] = True
     entries = np.flatnonzero(reached).tolist()
     kept_left = np.array(sorted(_reached(left.successors, entries)), dtype=np.int64)
-    if 1 + len(nodes) + len(kept_left) > max_states:
+    if 1 + len(made) + len(kept_left) > max_states:
         return None
     new_id = np.zeros(left.n_states, dtype=np.int32)
-    new_id[kept_left] = np.arange(1 + len(nodes), 1 + len(nodes) + len(kept_left), dtype=np.int32)
-    table = np.zeros((1 + len(nodes) + len(kept_left), 256), dtype=np.int32)
-    table[1 : 1 + len(nodes)] = np.where(paired >= 0, new_id[np.maximum(paired, 0)], -paired)
-    table[1 + len(nodes) :] = new_id[lt[kept_left]]
-    accepting = [False] + [bool(la[state_of[node]]) and not ends[node] for node in nodes]
+    new_id[kept_left] = np.arange(1 + len(made), 1 + len(made) + len(kept_left), dtype=np.int32)
+    table = np.zeros((1 + len(made) + len(kept_left), 256), dtype=np.int32)
+    table[1 : 1 + len(made)] = np.where(paired >= 0, new_id[np.maximum(paired, 0)], -paired)
+    table[1 + len(made) :] = new_id[lt[kept_left]]
+    accepting = [False] + [accepts for (_, accepts, _), _ in made]
     return ByteDFA(table, np.concatenate((np.array(accepting, dtype=bool), la[kept_left])))
