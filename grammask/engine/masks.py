@@ -531,8 +531,8 @@ class MaskComputer:
                 return TokenWalk(found[0], ())
             ended = base + int(self.parser.dfa(terminal).accepting_states[0])
             splits = tuple(
-                Splits(trie, nodes, np.full(len(nodes), ended, dtype=np.int32))
-                for trie, nodes in zip(*[iter(found[1:])] * 2, strict=True)
+                Splits(found[i], found[i + 1], np.full(len(found[i + 1]), ended, dtype=np.int32))
+                for i in range(1, len(found), 2)
             )
             return TokenWalk(found[0], splits)
         walk = self._computed_walk(state)
