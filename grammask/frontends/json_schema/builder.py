@@ -28,6 +28,7 @@ from grammask.frontends.json_schema.normalise import (
     pattern_matches,
     property_schema,
     types_of,
+    witnessed,
 )
 from grammask.frontends.json_schema.numbers import Bounds, listed_multiples, number_regex, signed_multiples
 from grammask.frontends.json_schema.resolve import Document, escape_pointer
@@ -197,16 +198,9 @@ def _pattern(pattern: str, ptr: str) -> rx.RegexNode:
         raise GrammarError(f"pattern: {exc.reason}", pointer=f"{ptr}/pattern") from None
 
 
-def _witnessed(witness: tuple, name: str, ptr: str) -> bool:
-    """Whether key `name` (one the object does not declare) may be a `_witness` entry's key: the
-    entry's pattern matches it, and it is none of its excluded names nor matched by its excluded
-    patterns."""
-    pattern, _, except_names, except_patterns = witness
-    return (
-        pattern_matches(pattern, name, ptr)
-        and name not in except_names
-        and not any(pattern_matches(p, name, ptr) for p in except_patterns)
-    )
+def _matching_any(patterns: Sequence[str]) -> rx.RegexNode:
+    """The keys in which one of `patterns` (`patternProperties` names) finds a match."""
+    return rx.alt(*(parse_search_pattern(p, flavor="ecma") for p in patterns))
 
 
 def _unconstraining(key: str, value: object) -> bool:
@@ -1151,7 +1145,7 @@ class Builder:
         allowed): a choice between key classes, one per set of `patternProperties` a key matches
         (each class's value meets all of that set's schemas, and `additionalProperties` where it
         matches none). Up to `PATTERN_CLASSES_MAX` patterns; over that, every key's value meets
-        every pattern's schema (stricter, with a warning). With `witnesses` (see `_witnessed`),
+        every pattern's schema (stricter, with a warning). With `witnesses` (see `witnessed`),
         only the keys each names, whose value also meets each one's schema."""
         patterns = s.get("patternProperties", {})
         additional = s.get("additionalProperties", True)
@@ -1175,7 +1169,7 @@ class Builder:
             keys = named
             for rule_patterns, sub in rules:
                 if sub is False:  # keys must match one of the rule's patterns
-                    keys = rx.intersect(rx.alt(*(parse_search_pattern(p, flavor="ecma") for p in rule_patterns)), keys)
+                    keys = rx.intersect(_matching_any(rule_patterns), keys)
             words = None if finite is None else [n for n in finite if strings.matches(keys, n)]
             classes: list[_KeyClass] = [(keys, words, parts)]
         else:
@@ -1184,11 +1178,11 @@ class Builder:
             pattern, sub, except_names, except_patterns = witness
             regex = parse_search_pattern(pattern, flavor="ecma")
             if except_patterns:
-                regex = rx.difference(regex, rx.alt(*(parse_search_pattern(p, flavor="ecma") for p in except_patterns)))
+                regex = rx.difference(regex, _matching_any(except_patterns))
             classes = [
                 (
                     strings.subtract_words(rx.intersect(keys, regex), set(except_names)),
-                    None if words is None else [w for w in words if _witnessed(witness, w, ptr)],
+                    None if words is None else [w for w in words if witnessed(witness, w, ptr)],
                     [*parts, sub],
                 )
                 for keys, words, parts in classes

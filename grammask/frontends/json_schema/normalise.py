@@ -44,6 +44,7 @@ __all__ = [
     "pattern_matches",
     "property_schema",
     "types_of",
+    "witnessed",
 ]
 
 FALSE: dict = {"_false": True}
@@ -360,6 +361,18 @@ def pattern_matches(pattern: str, name: str, ptr: str) -> bool:
         return re.search(pattern, name) is not None
     except re.error as exc:
         raise GrammarError(f"cannot evaluate pattern {pattern!r}: {exc}", pointer=ptr) from None
+
+
+def witnessed(witness: tuple, name: str, ptr: str) -> bool:
+    """Whether key `name` (one the object does not declare) may be a `_witness` entry's key: the
+    entry's pattern matches it, and it is none of its excluded names nor matched by its excluded
+    patterns."""
+    pattern, _, except_names, except_patterns = witness
+    return (
+        pattern_matches(pattern, name, ptr)
+        and name not in except_names
+        and not any(pattern_matches(p, name, ptr) for p in except_patterns)
+    )
 
 
 def property_schema(schema: dict, name: str, ptr: str) -> object:

@@ -17,8 +17,8 @@ from grammask.frontends.json_schema.normalise import (
     canonical,
     json_type,
     number_value,
-    pattern_matches,
     property_schema,
+    witnessed,
 )
 from grammask.frontends.regex_syntax import parse_search_pattern
 
@@ -104,13 +104,11 @@ def conforms(value: Any, schema: dict, ptr: str, resolve: Resolve) -> bool:
         named = set(schema.get("properties", {})) | set(schema.get("required", []))
         if schema.get("_extra") and all(name in named for name in value):
             return False
-        for pattern, sub, except_names, except_patterns in schema.get("_witness", []):
+        for witness in schema.get("_witness", []):
             if not any(
                 name not in named
-                and name not in except_names
-                and pattern_matches(pattern, name, ptr)
-                and not any(pattern_matches(p, name, ptr) for p in except_patterns)
-                and conforms(item, resolve(sub, ptr), ptr, resolve)
+                and witnessed(witness, name, ptr)
+                and conforms(item, resolve(witness[1], ptr), ptr, resolve)
                 for name, item in value.items()
             ):
                 return False
