@@ -20,10 +20,13 @@ DFA into its own NFA as states.
 More shortcuts skip that pipeline, since most lexemes of a JSON grammar are chains: a run of
 ASCII classes is a chain of states built directly, a concatenation whose parts cannot run into
 each other is joined from the parts' cached DFAs (`concat`), once `(ws X)? ws` is rewritten as
-`ws (X ws)?` (an optional member before `ws }`), and repeats are built from the item's DFA
-(`repeat`): a closed item (one string character) as copies of its table in a row, `X?` and `X+`
-from `X`'s table. Their results, like a difference's product, are exact and trim, though a join
-or an optional is not always minimal. Where a shortcut fails on a piece it made that is too large
+`ws (X ws)?` (an optional member before `ws }`; likewise `(ws X)* ws`, the further items before
+`ws ]`), repeats are built from the item's DFA (`repeat`): a closed item (one string character)
+as copies of its table in a row, `X?` and `X+` from `X`'s table, and an alternation whose branches
+begin with different bytes (once a beginning they all share is taken out: `{ ws` of an empty
+object or one with members) from the branches' tables side by side (`union`). Their results, like
+a difference's product, are exact and trim, though a join, an optional or a union is not always
+minimal. Where a shortcut fails on a piece it made that is too large
 for the pipeline, it gives up, and the pipeline builds the whole lexeme once.
 """
 
@@ -46,6 +49,7 @@ from grammask.automata.minimise import minimise
 from grammask.automata.nfa import CharDFA, NFABuilder
 from grammask.automata.repeat import chain_dfa, optional_dfa, plus_dfa
 from grammask.automata.subtract import subtract_dfas, subtract_words
+from grammask.automata.union import union_dfas
 from grammask.errors import GrammarError
 from grammask.ir import regex as rx
 from grammask.limits import DEFAULT_LIMITS, Limits, check_deadline, deadline
@@ -190,7 +194,7 @@ class _Abandoned(Exception):
 def _from_parts(node: rx.RegexNode, limits: Limits, made: bool) -> ByteDFA | None:
     """`node`'s DFA built from its children's DFAs, or None where no shortcut applies: a
     concatenation joined (`concat_dfas`, after `_hoist`), a repeat as a chain, a loop or an
-    optional (`grammask.automata.repeat`), `X | ε` as an optional."""
+    optional (`grammask.automata.repeat`), an alternation from its branches (`_alternation`)."""
     max_states = limits.max_dfa_states
     if isinstance(node, rx.Concat):
         # Parts of the tree are cached (shared pieces are compiled once per process); the parts
@@ -213,8 +217,7 @@ def _from_parts(node: rx.RegexNode, limits: Limits, made: bool) -> ByteDFA | Non
             after.append((tuple(map(rx.ident, items)), after[-1]))
         return concat_dfas(parts, max_states, after[::-1])
     if isinstance(node, rx.Alt):
-        branch = _optional_branch(node)
-        return None if branch is None else optional_dfa(_part(branch, limits, made), max_states)
+        return _alternation(node, limits, made)
     if not isinstance(node, rx.Repeat) or node.size > limits.max_regex_size:
         return None
     check_deadline("building a lexeme's automaton")
@@ -230,6 +233,75 @@ def _from_parts(node: rx.RegexNode, limits: Limits, made: bool) -> ByteDFA | Non
     return optional_dfa(once_or_more, max_states)
 
 
+def _alternation(node: rx.Alt, limits: Limits, made: bool) -> ByteDFA | None:
+    """An alternation's DFA from its branches' (None where two branches can begin with the same
+    byte): a beginning all the branches share is taken out first (`{ ws` of an empty object or
+    one with members), and an empty branch makes the rest optional."""
+    branches = [item for item in node.items if not rx.is_empty(item)]
+    sequences = [item.items if isinstance(item, rx.Concat) else (item,) for item in branches]
+    shared = 0
+    while all(len(items) > shared and items[shared] == sequences[0][shared] for items in sequences):
+        shared += 1
+    if shared:
+        rests = rx.alt(*(rx.concat(*items[shared:]) for items in sequences))
+        either: ByteDFA | None = _build(rx.concat(*sequences[0][:shared], rests), limits, made=True)
+    elif len(branches) == 1:
+        either = _part(branches[0], limits, made)
+    elif _apart(branches):
+        either = union_dfas([_part(item, limits, made) for item in branches], limits.max_dfa_states)
+    else:
+        return None  # (the pipeline builds it whole, once, rather than each branch first)
+    if either is None or len(branches) == len(node.items):
+        return either
+    return optional_dfa(either, limits.max_dfa_states)
+
+
+def _apart(branches: Sequence[rx.RegexNode]) -> bool:
+    """Whether no byte can begin two of `branches`, as far as `_first_bytes` can tell."""
+    seen = 0
+    for branch in branches:
+        first = _first_bytes(branch, _MAX_NESTING)
+        if seen & first:
+            return False
+        seen |= first
+    return True
+
+
+#: Every byte, as a 256-bit set.
+_ANY_BYTE = (1 << 256) - 1
+
+
+def _first_bytes(node: rx.RegexNode, depth: int) -> int:
+    """The bytes the UTF-8 text of `node` can begin with, or more (as a 256-bit set): a class
+    gives the lead bytes from its lowest code point's to its highest's. Every byte below `depth`
+    levels of the tree."""
+    if depth <= 0:
+        return _ANY_BYTE
+    if isinstance(node, rx.CharClass):
+        bits = 0
+        for lo, hi in node.ranges:
+            first, last = chr(lo).encode("utf-8", "surrogatepass")[0], chr(hi).encode("utf-8", "surrogatepass")[0]
+            bits |= (1 << (last + 1)) - (1 << first)
+        return bits
+    if isinstance(node, rx.Alt):
+        bits = 0
+        for item in node.items:
+            bits |= _first_bytes(item, depth - 1)
+        return bits
+    if isinstance(node, rx.Concat):
+        bits = 0
+        for item in node.items:
+            bits |= _first_bytes(item, depth - 1)
+            if not item.nullable:
+                break
+        return bits
+    if isinstance(node, rx.Repeat):
+        return _first_bytes(node.item, depth - 1)
+    if isinstance(node, rx.Difference):
+        return _first_bytes(node.left, depth - 1)
+    return _ANY_BYTE
+
+
 def _part(node: rx.RegexNode, limits: Limits, made: bool) -> ByteDFA:
     """The DFA of a part of a node being built: cached where the part is in the lexeme's tree,
     built each time where a shortcut made it (see `_build`)."""
@@ -237,9 +309,10 @@ def _part(node: rx.RegexNode, limits: Limits, made: bool) -> ByteDFA:
 
 
 def _hoist(items: Sequence[rx.RegexNode]) -> Sequence[rx.RegexNode]:
-    """The same concatenation with each `(W X)? W` rewritten as `W (X W)?` (exact for any W, X):
-    an optional member before an object's closing `ws }` starts with that `ws`, which the parts
-    cannot be joined across, and after the rewrite the optional part starts with its `,`.
+    """The same concatenation with each `(W X){a,b} W` rewritten as `W (X W){a,b}` (exact for any
+    W, X, a, b): an optional member before an object's closing `ws }` starts with that `ws`, which
+    the parts cannot be joined across, and after the rewrite the optional part starts with its
+    `,` (likewise an array's further items, `(ws , ws X)*`, before `ws ]`).
     Done right to left, so that a run of optional members moves one `ws` all the way to the front."""
     out = list(items)
     for i in range(len(out) - 2, -1, -1):
@@ -249,15 +322,20 @@ def _hoist(items: Sequence[rx.RegexNode]) -> Sequence[rx.RegexNode]:
     return out
 
 
-def _moved_behind(optional: rx.RegexNode, w: rx.RegexNode) -> rx.RegexNode | None:
-    """`(X W)?` where `optional` is `(W X)?`, else None."""
-    branch = _optional_branch(optional)
-    if branch is None:
+def _moved_behind(repeated: rx.RegexNode, w: rx.RegexNode) -> rx.RegexNode | None:
+    """`(X W){a,b}` where `repeated` is `(W X){a,b}` (an optional: `{0,1}`), else None."""
+    branch = _optional_branch(repeated)
+    hi: int | None
+    if branch is not None:
+        item, lo, hi = branch, 0, 1
+    elif isinstance(repeated, rx.Repeat):
+        item, lo, hi = repeated.item, repeated.min, repeated.max
+    else:
         return None
-    if branch == w:
-        return rx.optional(w)
-    if isinstance(branch, rx.Concat) and branch.items[0] == w:
-        return rx.optional(rx.concat(*branch.items[1:], w))
+    if item == w:
+        return rx.repeat(w, lo, hi)
+    if isinstance(item, rx.Concat) and item.items[0] == w:
+        return rx.repeat(rx.concat(*item.items[1:], w), lo, hi)
     return None
 
 

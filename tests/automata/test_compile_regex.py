@@ -285,7 +285,7 @@ def test_optional_members_before_the_closing_brace_are_joined() -> None:
     ws, number = " {0,3}", "[0-9]+"
     pattern = f'\\{{{ws}"a":{ws}{number}(?:{ws},{ws}"b":{ws}{number}(?:{ws},{ws}"c":{ws}{number})?)?{ws}\\}}'
     node = parse_regex(pattern)
-    assert _pipeline_runs(node) == [] and _pipeline_runs(parse_regex("(?:0|[1-9][0-9]*)")) != []
+    assert _pipeline_runs(node) == [] and _pipeline_runs(parse_regex("[a-z]*a")) != []
     dfa = compile_module._compile(node, Limits())
     texts = ['{"a":1}', '{ "a": 12 , "b":3 }', '{"a":1,"b":2,"c":3  }', '{"a":1,"c":2}', '{"a":1,}', '{"a":1 "b":2}']
     for text in texts:

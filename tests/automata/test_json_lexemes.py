@@ -12,7 +12,8 @@ import time
 import pytest
 
 from grammask.automata import compile_regex
-from grammask.automata.compile import _compile
+from grammask.automata.compile import _char_dfa, _expand
+from grammask.automata.nfa import NFABuilder
 from grammask.ir import regex as rx
 from grammask.limits import DEFAULT_LIMITS
 from tests.automata.test_compile_regex import NEAR_MINIMAL, minimal_state_count, reachable_count
@@ -155,11 +156,18 @@ def mutate(text: str, rng: random.Random) -> str:
     return "".join(chars)
 
 
+#: How much larger than minimal a lexeme may be, where not `NEAR_MINIMAL`: a key trie's branches
+#: begin with different characters, so `union_dfas` lays them side by side, each with its own copy
+#: of the string body that follows (the front-end no longer makes this shape: it subtracts the
+#: declared names, `subtract_words`).
+LOOSER = {"key_not_in": 4}
+
+
 @pytest.mark.parametrize("name", sorted(LEXEMES))
 def test_json_lexeme_is_trim_near_minimal_and_exact(name: str) -> None:
     node = LEXEMES[name]
     dfa = compile_regex(node)
-    assert dfa.n_states <= NEAR_MINIMAL * minimal_state_count(dfa)
+    assert dfa.n_states <= LOOSER.get(name, NEAR_MINIMAL) * minimal_state_count(dfa)
     assert reachable_count(dfa) == dfa.n_states
     assert dfa.live[1:].all()
     reference = re.compile(to_pattern(node), re.DOTALL)
@@ -177,6 +185,6 @@ def test_shared_continuations_keep_subset_construction_small() -> None:
     # must not become distinct subset states (this took ~100x longer before sharing).
     node = rx.concat(WS, key_not_in(["alpha", "alpine", "beta", "bet", "gamma", "params", "path", "paths"]), WS)
     start = time.process_time()
-    dfa = _compile(node, DEFAULT_LIMITS)  # uncached
+    dfa = _expand(_char_dfa(NFABuilder(node), DEFAULT_LIMITS), DEFAULT_LIMITS)  # the pipeline, uncached
     assert time.process_time() - start < 0.5  # ~10 ms measured; loose for a shared machine
     assert dfa.n_states <= NEAR_MINIMAL * minimal_state_count(dfa)  # unshared: many times larger
