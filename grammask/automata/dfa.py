@@ -9,7 +9,8 @@ start state accepts nothing has just these two states and is "empty".
 after it, and a chain of classes (a member's name) by the classes left, so that the value of a
 JSON member's lexeme (`"name": "` then a string), or the end of its name, is the same residual
 in every member's lexeme, and what is derived from a residual (the walk of a vocabulary's
-tokens) is shared by all of them.
+tokens) is shared by all of them. A union of branches that begin with different bytes
+(`union_dfas`) names a branch's states by the branch's own names.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from itertools import count
 
 import numpy as np
 
-__all__ = ["DEAD", "START", "ByteDFA", "Chain", "Joined"]
+__all__ = ["DEAD", "START", "ByteDFA", "Chain", "Either", "Joined"]
 
 DEAD = 0
 START = 1
@@ -37,7 +38,7 @@ class ByteDFA:
     transitions: np.ndarray  # int32 [n_states, 256]
     accepting: np.ndarray  # bool [n_states]
     #: how it was built, where that names its states' residuals across DFAs (see `residual`)
-    origin: Joined | Chain | None = None
+    origin: Joined | Chain | Either | None = None
 
     def __post_init__(self) -> None:
         t, a = self.transitions, self.accepting
@@ -77,7 +78,7 @@ class ByteDFA:
         return next(_serials)
 
     @property
-    def residual_source(self) -> int | Joined | Chain:
+    def residual_source(self) -> int | Joined | Chain | Either:
         """What `residual` reads: the serial, or how the DFA was built (no tables: a joined DFA
         keeps its parts' names, not their arrays)."""
         return self.serial if self.origin is None else self.origin
@@ -156,25 +157,63 @@ class Joined:
 
     rows: tuple[int, ...]
     kept: tuple[int, ...]
-    sources: tuple[int | Joined | Chain, ...]
+    sources: tuple[int | Joined | Chain | Either, ...]
     after: tuple[Hashable, ...]
 
 
-def residual(source: int | Joined | Chain, state: int) -> Hashable:
+@dataclass(frozen=True)
+class Either:
+    """How a DFA was laid out from branches that begin with different bytes (`union_dfas`): state
+    1 reads each branch's first bytes, state 2 (where `one_end`) is every branch's end (an
+    accepting state with no way on), and branch i's states from `kept[i]` on, but its `ends[i]`,
+    are rows `rows[i]` and on; `sources[i]` is the branch's `residual_source`."""
+
+    rows: tuple[int, ...]
+    kept: tuple[int, ...]
+    ends: tuple[tuple[int, ...], ...]
+    sources: tuple[int | Joined | Chain | Either, ...]
+    one_end: bool
+
+
+def residual(source: int | Joined | Chain | Either, state: int) -> Hashable:
     """`ByteDFA.residual` of `state` in the DFA that `source` describes: (serial, state) for a DFA
     built whole; the classes left for a chain (none in the dead state: it has nothing left, not
     an empty string); for a joined one, the residual of the state in its part, followed by the
-    parts after it (the join is unambiguous, so the strings that follow are exactly those)."""
+    parts after it (the join is unambiguous, so the strings that follow are exactly those); for
+    a union, the branches' names at its start, the empty string at the shared end, and a branch's
+    own name for its states."""
     trail: list[Hashable] = []
-    while isinstance(source, Joined):
-        part = bisect_right(source.rows, state) - 1
-        state = state - source.rows[part] + source.kept[part]
-        trail.append(source.after[part])
-        source = source.sources[part]
-    if isinstance(source, Chain):
-        name: Hashable = ("chain", source.classes[state - 1 :] if state else None)
-    else:
-        name = (source, state)
+    name: Hashable = None
+    while name is None and isinstance(source, Joined | Either):
+        if isinstance(source, Joined):
+            part = bisect_right(source.rows, state) - 1
+            state = state - source.rows[part] + source.kept[part]
+            trail.append(source.after[part])
+            source = source.sources[part]
+        elif state == DEAD:
+            name = ("dead",)
+        elif state == START:
+            name = ("either", source.sources)
+        elif source.one_end and state == START + 1:
+            name = ("end",)
+        else:
+            part = bisect_right(source.rows, state) - 1
+            state = _nth_kept(source.kept[part], source.ends[part], state - source.rows[part])
+            source = source.sources[part]
+    if name is None:
+        name = (
+            ("chain", source.classes[state - 1 :] if state else None) if isinstance(source, Chain) else (source, state)
+        )
     for after in reversed(trail):
         name = (name, after) if after is not None else name
     return name
+
+
+def _nth_kept(first: int, holes: tuple[int, ...], n: int) -> int:
+    """The `n`-th state (from 0) from `first` on that is not one of `holes` (ascending)."""
+    state = first + n
+    for hole in holes:
+        if hole > state:
+            break
+        state += 1
+    return state

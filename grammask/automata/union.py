@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from grammask.automata.dfa import START, ByteDFA
+from grammask.automata.dfa import START, ByteDFA, Either
 
 __all__ = ["union_dfas"]
 
@@ -72,4 +72,11 @@ def union_dfas(parts: Sequence[ByteDFA], max_states: int) -> ByteDFA | None:
         first = part.first_bytes
         table[START, first] = new_id[part.transitions[START, first]]
         union_accepting[START] |= part.accepting[START]
-    return ByteDFA(table, union_accepting)
+    origin = Either(
+        tuple(at for _, _, at in layouts),
+        tuple(START if part.start_reentered else START + 1 for part in parts),
+        tuple(tuple(ends.tolist()) for _, ends, _ in layouts),
+        tuple(part.residual_source for part in parts),
+        shares_end,
+    )
+    return ByteDFA(table, union_accepting, origin)

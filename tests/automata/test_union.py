@@ -8,11 +8,15 @@ from hypothesis import strategies as st
 
 from grammask.automata import compile as compile_module
 from grammask.automata import compile_regex
+from grammask.automata.dfa import ByteDFA, Either
 from grammask.automata.repeat import chain_dfa
 from grammask.automata.union import union_dfas
+from grammask.errors import GrammarError
 from grammask.frontends.regex_syntax import parse_regex
+from grammask.ir import regex as rx
 from grammask.limits import Limits
 from tests.automata.test_compile_regex import _pipeline_runs, reachable_count
+from tests.automata.test_concat import _same_residual
 from tests.frontends.test_regex_syntax import PY_SHORTHANDS, TEXT, patterns
 
 BRANCHES = st.lists(patterns(PY_SHORTHANDS, dot=True), min_size=2, max_size=4)
@@ -26,7 +30,7 @@ def test_union_matches_the_alternation_or_is_refused(branches: list[tuple[str, s
     union = union_dfas(parts, 10_000)
     live = [part for part in parts if not part.is_empty]
     overlap = any(a.first_bits & b.first_bits for i, a in enumerate(live) for b in live[i + 1 :])
-    assert (union is None) == (overlap and len(live) > 1)
+    assert (union is None) == (overlap and len(live) > 1 or not live)
     if union is None:
         return
     pattern = "|".join(f"(?:{p})" for p in pieces)
@@ -76,3 +80,38 @@ def test_objects_and_arrays_are_built_from_their_parts() -> None:
             assert dfa.matches(text.encode()) == (re.fullmatch(pattern, text) is not None), (pattern, text)
     assert _pipeline_runs(parse_regex("ab|ac[0-9]*|a")) == []  # `a` taken out, then apart
     assert _pipeline_runs(parse_regex("a[0-9]|[a-c]x")) != []  # both may begin with `a`
+
+
+ALTERNATIVES = st.sampled_from(
+    ["(?:true|false|null)", '(?:\\{ *\\}|\\{ *"a" *: *[0-9]+ *\\})', '(?:[0-9]+|"[a-z]*")', "(?:[ab]c|d(?:e|fg)*)"]
+    + ["x|y?", "(?:x(?:ab|[ab]cdef)|z)"]
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(ALTERNATIVES, min_size=1, max_size=3), ALTERNATIVES, st.sampled_from(["", ",", " *,"]))
+def test_states_named_alike_have_the_same_residual(alternatives, other, separator) -> None:
+    """`ByteDFA.residual` through unions: a branch's states keep the branch's names, so lexemes
+    that share a branch or a tail share those names; where two states have the same name, the
+    same strings follow them."""
+    tail = [parse_regex(p) for p in alternatives]
+    lexemes = [rx.concat(*tail), rx.concat(parse_regex(other), parse_regex(separator), *tail), parse_regex(other)]
+    lexemes.append(rx.alt(*tail))
+    lexemes += [branch for node in tail if isinstance(node, rx.Alt) for branch in node.items]  # (on their own)
+    named: dict[object, tuple[ByteDFA, int]] = {}
+    for node in lexemes:
+        try:
+            dfa = compile_regex(node)
+        except GrammarError:
+            continue
+        for state in range(dfa.n_states):
+            a, p = named.setdefault(dfa.residual(state), (dfa, state))
+            assert _same_residual(a, p, dfa, state), (node, state)
+
+
+def test_a_union_names_its_branches_states_by_theirs() -> None:
+    value = compile_regex(parse_regex('(?:null|"[a-z]*"|[0-9]+)'))
+    assert isinstance(value.origin, Either)
+    member = compile_regex(parse_regex('"a": *(?:null|"[a-z]*"|[0-9]+)'))
+    names = {member.residual(s) for s in range(member.n_states)}
+    assert all(value.residual(s) in names for s in range(2, value.n_states))  # (the start joins the ` *`)
