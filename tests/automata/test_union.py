@@ -8,15 +8,14 @@ from hypothesis import strategies as st
 
 from grammask.automata import compile as compile_module
 from grammask.automata import compile_regex
-from grammask.automata.dfa import ByteDFA, Either
+from grammask.automata.dfa import Either
 from grammask.automata.repeat import chain_dfa
 from grammask.automata.union import union_dfas
-from grammask.errors import GrammarError
 from grammask.frontends.regex_syntax import parse_regex
 from grammask.ir import regex as rx
 from grammask.limits import Limits
 from tests.automata.test_compile_regex import _pipeline_runs, reachable_count
-from tests.automata.test_concat import _same_residual
+from tests.automata.test_concat import assert_names_alike_follow_alike
 from tests.frontends.test_regex_syntax import PY_SHORTHANDS, TEXT, patterns
 
 BRANCHES = st.lists(patterns(PY_SHORTHANDS, dot=True), min_size=2, max_size=4)
@@ -98,15 +97,7 @@ def test_states_named_alike_have_the_same_residual(alternatives, other, separato
     lexemes = [rx.concat(*tail), rx.concat(parse_regex(other), parse_regex(separator), *tail), parse_regex(other)]
     lexemes.append(rx.alt(*tail))
     lexemes += [branch for node in tail if isinstance(node, rx.Alt) for branch in node.items]  # (on their own)
-    named: dict[object, tuple[ByteDFA, int]] = {}
-    for node in lexemes:
-        try:
-            dfa = compile_regex(node)
-        except GrammarError:
-            continue
-        for state in range(dfa.n_states):
-            a, p = named.setdefault(dfa.residual(state), (dfa, state))
-            assert _same_residual(a, p, dfa, state), (node, state)
+    assert_names_alike_follow_alike(lexemes)
 
 
 def test_a_union_names_its_branches_states_by_theirs() -> None:
