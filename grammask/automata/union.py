@@ -42,28 +42,26 @@ def union_dfas(parts: Sequence[ByteDFA], max_states: int) -> ByteDFA | None:
     # Part i's states from `kept` on follow the new start and the one end, in order (the ends
     # of every part are that one state); its start keeps a row of its own only where something
     # leads back to it.
-    layouts = []
-    size = START + 2
-    for part in parts:
-        first_kept = START if part.start_reentered else START + 1
+    kept = [START if part.start_reentered else START + 1 for part in parts]
+    all_ends, all_rows = [], []
+    for part, first_kept in zip(parts, kept, strict=True):
         accepting = part.accepting_states[part.accepting_states > START]
         ends = accepting[~part.transitions[accepting].any(axis=1)]
         rows = np.ones(part.n_states, dtype=bool)
         rows[:first_kept] = False
         rows[ends] = False
-        layouts.append((np.flatnonzero(rows), ends, size))
-        size += int(rows.sum())
-    shares_end = any(len(ends) for _, ends, _ in layouts)
-    if not shares_end:  # no row for the end
-        layouts = [(rows, ends, at - 1) for rows, ends, at in layouts]
-        size -= 1
+        all_ends.append(ends)
+        all_rows.append(np.flatnonzero(rows))
+    shares_end = any(len(ends) for ends in all_ends)
+    first_rows = np.cumsum([START + 1 + shares_end] + [len(rows) for rows in all_rows])
+    size = int(first_rows[-1])
     if size > max_states:
         return None
     end = START + 1
     table = np.zeros((size, 256), dtype=np.int32)
     union_accepting = np.zeros(size, dtype=bool)
     union_accepting[end] = shares_end
-    for part, (rows, ends, at) in zip(parts, layouts, strict=True):
+    for part, rows, ends, at in zip(parts, all_rows, all_ends, first_rows[:-1].tolist(), strict=True):
         new_id = np.zeros(part.n_states, dtype=np.int32)
         new_id[rows] = np.arange(at, at + len(rows), dtype=np.int32)
         new_id[ends] = end
@@ -73,9 +71,9 @@ def union_dfas(parts: Sequence[ByteDFA], max_states: int) -> ByteDFA | None:
         table[START, first] = new_id[part.transitions[START, first]]
         union_accepting[START] |= part.accepting[START]
     origin = Either(
-        tuple(at for _, _, at in layouts),
-        tuple(START if part.start_reentered else START + 1 for part in parts),
-        tuple(tuple(ends.tolist()) for _, ends, _ in layouts),
+        tuple(first_rows[:-1].tolist()),
+        tuple(kept),
+        tuple(tuple(ends.tolist()) for ends in all_ends),
         tuple(part.residual_source for part in parts),
         shares_end,
     )
