@@ -50,6 +50,7 @@ from grammask.automata.nfa import CharDFA, NFABuilder
 from grammask.automata.repeat import chain_dfa, optional_dfa, plus_dfa
 from grammask.automata.subtract import subtract_dfas, subtract_words
 from grammask.automata.union import union_dfas
+from grammask.automata.utf8 import utf8_sequences
 from grammask.errors import GrammarError
 from grammask.ir import regex as rx
 from grammask.limits import DEFAULT_LIMITS, Limits, check_deadline, deadline
@@ -273,14 +274,13 @@ _ANY_BYTE = (1 << 256) - 1
 
 def _first_bytes(node: rx.RegexNode, depth: int) -> int:
     """The bytes the UTF-8 text of `node` can begin with, or more (as a 256-bit set): a class
-    gives the lead bytes from its lowest code point's to its highest's. Every byte below `depth`
-    levels of the tree."""
+    gives the lead bytes of its encodings (`utf8_sequences`), a nullable item lets the next one
+    begin too. Every byte below `depth` levels of the tree."""
     if depth <= 0:
         return _ANY_BYTE
     if isinstance(node, rx.CharClass):
         bits = 0
-        for lo, hi in node.ranges:
-            first, last = chr(lo).encode("utf-8", "surrogatepass")[0], chr(hi).encode("utf-8", "surrogatepass")[0]
+        for (first, last), *_ in utf8_sequences(node.ranges):
             bits |= (1 << (last + 1)) - (1 << first)
         return bits
     if isinstance(node, rx.Alt):
