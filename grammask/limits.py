@@ -36,10 +36,10 @@ class Limits:
     #: Bytes all the grammars in `grammask.compile`'s cache may hold together (their caches, lexer
     #: tables and lexeme DFAs, measured at each compile); least recently used grammars go first.
     max_compile_cache_bytes: int = 256 * 2**20
-    #: States of one grammar's lazily built lexer (512 bytes each up to 65,536, as by default, 1 KiB
-    #: each past that; never evicted while the compiled grammar lives). Reaching it raises
-    #: `GrammarError`.
-    max_lexer_states: int = 1 << 16
+    #: States of one grammar's lazily built lexer (512 bytes each while it has at most 65,536, as
+    #: all but the largest grammars have; past that its table is copied once into 1 KiB rows;
+    #: never evicted while the compiled grammar lives). Reaching it raises `GrammarError`.
+    max_lexer_states: int = 1 << 18
     #: Earley sets and parser configurations kept for sharing (hash-consing) per compiled grammar;
     #: over it the tables start again empty, which loses sharing but changes no result.
     max_parser_states: int = 50_000

@@ -42,6 +42,10 @@ _SPARSE_PAIRS = 96
 #: Lexer states whose table rows are reserved when the lexer is made (512 bytes each, of address
 #: space: the memory is used only as rows are filled); a larger `Limits.max_lexer_states` grows beyond.
 _RESERVED_STATES = 1 << 16
+#: States that 16-bit rows can number. A lexer that needs more switches to 32-bit rows then, with
+#: one copy: the new table is reserved up to the limit (or `_WIDE_STATES`) at once.
+_NARROW_STATES = 1 << 16
+_WIDE_STATES = 1 << 18
 #: Room in the per-state arrays (49 bytes a state) when the lexer is made; they double as states
 #: come. Made at full size, their zeros cost more than half a millisecond of every compile.
 _FIRST_STATES = 1 << 10
@@ -102,12 +106,12 @@ class _Memory:
 _PRIVATE = {"flags": mmap.MAP_PRIVATE} if hasattr(mmap, "MAP_PRIVATE") else {}
 
 
-def _state_type(limit: int) -> type[np.unsignedinteger] | type[np.signedinteger]:
-    """The type of a lexer table's entries (state ids below `limit`): 16 bits where they fit, as
-    with the default limit. Half the bytes of 32-bit rows: a lexeme's block is laid into half the
-    pages (laying blocks was about 5% of MaskBench step time, most of it the first writes into
-    fresh pages), and a trie walk reads rows from half the cache lines."""
-    return np.uint16 if limit <= 1 << 16 else np.int32
+def _state_type(rows: int) -> type[np.unsignedinteger] | type[np.signedinteger]:
+    """The type of the entries of a lexer table of `rows` rows (state ids below `rows`): 16 bits
+    where they fit, as for all but the largest grammars. Half the bytes of 32-bit rows: a lexeme's
+    block is laid into half the pages (laying blocks was about 5% of MaskBench step time, most of
+    it the first writes into fresh pages), and a trie walk reads rows from half the cache lines."""
+    return np.uint16 if rows <= _NARROW_STATES else np.int32
 
 
 def _zero_rows(n: int, dtype: type[np.unsignedinteger] | type[np.signedinteger]) -> tuple[np.ndarray, _Memory]:
@@ -140,7 +144,8 @@ class Lexer:
         self._dfa = dfa
         self._follows = follows
         self._limit = limits.max_lexer_states
-        self._lock = threading.RLock()
+        #: held by whoever writes the lexer, and by readers that hand its arrays to a kernel
+        self.lock = threading.RLock()
         self._n = 1
         #: pairs of the states outside terminal blocks (see `_single`)
         self._pairs: dict[int, Pairs] = {0: ()}
@@ -151,7 +156,8 @@ class Lexer:
         # are only address space until a row is written, and growing (copying) a table of tens of
         # megabytes would stall the step that crossed a power of two. The per-state arrays below
         # are small, and grow (`_grow`).
-        self.table, self._memory = _zero_rows(min(self._limit, _RESERVED_STATES), _state_type(self._limit))
+        reserved = min(self._limit, _RESERVED_STATES)
+        self.table, self._memory = _zero_rows(reserved, _state_type(reserved))
         capacity = min(len(self.table), _FIRST_STATES)
         self.expanded = np.zeros(capacity, dtype=bool)
         self.expanded[0] = True
@@ -228,7 +234,7 @@ class Lexer:
         """The state before the first byte of a lexeme that may be any of `terminals`."""
         found = self._starts.get(terminals)
         if found is None:
-            with self._lock:
+            with self.lock:
                 found = self._starts[terminals] = self._intern(tuple((k, 1) for k in sorted(terminals)), True)
                 self._map_bytes += 100 + 8 * len(terminals)
         return found
@@ -244,7 +250,7 @@ class Lexer:
         found = self._starts_by_byte.get(state)
         if found is None:
             firsts, starts = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int32)]
-            with self._lock:
+            with self.lock:
                 for k, _ in self.pairs(state):
                     first = self._dfa(k).first_bytes
                     firsts.append(first)
@@ -253,7 +259,7 @@ class Lexer:
             bounds = np.zeros(257, dtype=np.int64)
             np.cumsum(np.bincount(data, minlength=256), out=bounds[1:])
             found = (bounds, np.concatenate(starts)[np.argsort(data, kind="stable")])
-            with self._lock:
+            with self.lock:
                 if self._starts_by_byte.setdefault(state, found) is found:
                     self._map_bytes += 200 + bounds.nbytes + found[1].nbytes
                 else:
@@ -262,7 +268,7 @@ class Lexer:
 
     def single(self, terminal: int, dfa_state: int) -> int:
         """The state where lexeme `terminal` alone is alive, in state `dfa_state` of its DFA."""
-        with self._lock:
+        with self.lock:
             return self._single(terminal) + dfa_state
 
     def _intern(self, pairs: Pairs, is_start: bool = False) -> int:
@@ -370,12 +376,18 @@ class Lexer:
 
     def _grow(self) -> None:
         """Double the per-state arrays, up to the table's reserved rows; past them (a limit over
-        `_RESERVED_STATES`) the table doubles too."""
+        `_RESERVED_STATES`) the table doubles too, and past `_NARROW_STATES` its rows become
+        32-bit, reserved up to the limit at once (a copy of the whole table, made once).
+
+        Readers that pass the table and the per-state arrays to a kernel together hold `lock`, so
+        they never see a table and arrays of different sizes (`masks.MaskComputer`)."""
         capacity = 2 * len(self.expanded)
         if len(self.expanded) < len(self.table):
             capacity = min(capacity, len(self.table))
         else:
-            table, memory = _zero_rows(capacity, self.table.dtype.type)
+            dtype = _state_type(capacity)
+            rows = capacity if dtype == self.table.dtype else max(capacity, min(self._limit, _WIDE_STATES))
+            table, memory = _zero_rows(rows, dtype)
             table[: len(self.table)] = self.table
             memory.rows = max(memory.rows, len(self.table))  # the copy wrote every row it had
             self.table, self._memory = table, memory
@@ -410,7 +422,7 @@ class Lexer:
         target = self._steps.get(key)
         if target is None:
             column = tuple((k, t) for k, s in pairs if (t := int(self._dfa(k).transitions[s, byte])))
-            with self._lock:
+            with self.lock:
                 target = self._steps[key] = self._intern(column)
         return target
 
@@ -423,7 +435,7 @@ class Lexer:
         """Compute the rows of the given states that are not computed yet."""
         if len(states) == 1 and self.expanded[states[0]] or self.expanded[states].all():
             return
-        with self._lock:
+        with self.lock:
             missing = np.unique(states[~self.expanded[states]])
             if missing.size:
                 self._expand(missing)

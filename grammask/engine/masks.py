@@ -579,7 +579,10 @@ class MaskComputer:
             rows = _SLICE_ROWS  # lexer rows the search may have computed: it proves less without them
             while True:
                 lexer = self.lexer
-                depth, n = kernels.slice_depth(state, limit, table, lexer.table, lexer.expanded, _SLICE_PAIRS, missing)
+                with lexer.lock:  # the table and its flags of one size (`Lexer._grow`)
+                    depth, n = kernels.slice_depth(
+                        state, limit, table, lexer.table, lexer.expanded, _SLICE_PAIRS, missing
+                    )
                 if not n or rows <= 0:
                     break
                 lexer.ensure(missing[:n])
@@ -640,12 +643,13 @@ class MaskComputer:
         count = 0
         while True:
             lexer.ensure(frontier_state)  # rows the walk needs: compute them, walk on from there
-            count, n_pending = kernels.walk_trie(
-                frontier, frontier_state, lexer.table, lexer.expanded, lexer.boundary, lexer.follows,
-                lexer.loops, lexer.loop_classes, pre.node, pre.byte, pre.depth, pre.end, pre.end_lo,
-                pre.end_hi, pre.below_hi, pre.below_bytes, pre.below_classes, pre.root_children, pre.root_bytes,
-                trie.sorted_tokens, alive, split_nodes, split_states, count, pending, pending_state, stack,
-            )  # fmt: skip
+            with lexer.lock:  # the table and the per-state arrays of one size (`Lexer._grow`)
+                count, n_pending = kernels.walk_trie(
+                    frontier, frontier_state, lexer.table, lexer.expanded, lexer.boundary, lexer.follows,
+                    lexer.loops, lexer.loop_classes, pre.node, pre.byte, pre.depth, pre.end, pre.end_lo,
+                    pre.end_hi, pre.below_hi, pre.below_bytes, pre.below_classes, pre.root_children, pre.root_bytes,
+                    trie.sorted_tokens, alive, split_nodes, split_states, count, pending, pending_state, stack,
+                )  # fmt: skip
             if not n_pending:
                 break
             frontier, frontier_state = pending[:n_pending].copy(), pending_state[:n_pending].copy()
@@ -893,10 +897,11 @@ class MaskComputer:
         trie, lexer = self.trie, self.lexer
         if kernels.AVAILABLE:
             while True:
-                *found, missing = kernels.cross_tokens(
-                    tokens, offsets, which, bounds, starts, lexer.table, lexer.expanded, lexer.boundary,
-                    lexer.follows, trie.flat_bytes, trie.token_start, trie.token_len,
-                )  # fmt: skip
+                with lexer.lock:  # the table and the per-state arrays of one size (`Lexer._grow`)
+                    *found, missing = kernels.cross_tokens(
+                        tokens, offsets, which, bounds, starts, lexer.table, lexer.expanded, lexer.boundary,
+                        lexer.follows, trie.flat_bytes, trie.token_start, trie.token_len,
+                    )  # fmt: skip
                 if not missing.size:
                     return _Crossing(*found)
                 lexer.ensure(missing)  # rows the steps need: compute them and step again

@@ -19,6 +19,9 @@ ITEMS = st.sampled_from(["a", "ab", "(ab)*c", "a|bc", "x[0-9]*", "é+", "(a|ab)"
 def assert_matches(dfa, pattern: str, texts: list[str]) -> None:
     for text in texts:
         assert dfa.matches(text.encode()) == (re.fullmatch(pattern, text) is not None), (pattern, text)
+    if not dfa.accepting.any():  # the empty language (`[^\S\t-a]`, say): a start that leads nowhere
+        assert dfa.n_states == 2 and not dfa.transitions.any()
+        return
     assert dfa.live[1:].all() and reachable_count(dfa) == dfa.n_states
 
 
@@ -54,3 +57,13 @@ def test_an_unbounded_chain_is_minimal(pattern: str, lo: int) -> None:
     dfa = chain_dfa(item, lo, None, 10_000)
     assert dfa is not None and dfa.n_states == minimal_state_count(dfa)
     assert_matches(dfa, f"(?:{pattern}){{{lo},}}", ["", "1", "x12", "a" * lo, "a" * (lo + 3), "\\u00e9" * lo])
+
+
+def test_repeats_of_the_empty_language() -> None:
+    """A class that excludes every character (found by hypothesis): its plus is empty too, its
+    optional matches the empty string alone."""
+    item = compile_regex(parse_regex("[^\\S\\t-aa-日]"))
+    plus, optional = plus_dfa(item, 100), optional_dfa(item, 100)
+    assert plus is not None and optional is not None
+    assert_matches(plus, "(?:[^\\S\\t-aa-日])+", ["", " ", "a", "\u3000"])
+    assert_matches(optional, "(?:[^\\S\\t-aa-日])?", ["", " ", "a", "\u3000"])

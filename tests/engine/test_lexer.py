@@ -33,17 +33,20 @@ FOLLOWS = [(1, 3), (), (0,), (5, 6), (2,), (), (4, 1)]
 
 
 @pytest.mark.parametrize(
-    ("reserved", "first", "limit"),
-    [(1 << 16, 1 << 10, 50_000), (1 << 16, 2, 50_000), (8, 1 << 10, 50_000), (1 << 16, 1 << 10, 1 << 17)],
+    ("reserved", "first", "narrow"),
+    [(1 << 16, 1 << 10, 1 << 16), (1 << 16, 2, 1 << 16), (8, 1 << 10, 1 << 16), (8, 1 << 10, 16)],
 )
-def test_states_are_the_alive_pairs_of_the_component_dfas(monkeypatch, reserved, first, limit):
+def test_states_are_the_alive_pairs_of_the_component_dfas(monkeypatch, reserved, first, narrow):
     """With the table reserved up front, with per-state arrays that grow inside it, with a
-    table that must grow too (a small reserve), and with 32-bit states (a limit past 16 bits)."""
+    table that must grow too (a small reserve), and with a table that grows from 16-bit states
+    to 32-bit ones on the way (16-bit rows made to number only 16 states)."""
     monkeypatch.setattr(lexer_module, "_RESERVED_STATES", reserved)
     monkeypatch.setattr(lexer_module, "_FIRST_STATES", first)
+    monkeypatch.setattr(lexer_module, "_NARROW_STATES", narrow)
+    limit = 50_000
     dfas = [compile_regex(node) for node in LEXEMES]
     lexer = Lexer(dfas.__getitem__, Limits(max_lexer_states=limit), FOLLOWS)
-    assert lexer.table.dtype == (np.uint16 if limit <= 1 << 16 else np.int32)
+    assert lexer.table.dtype == np.uint16
     rng = random.Random(0)
     alphabet = list(b'"019.truea\\x') + list("中".encode())
     for _ in range(300):
@@ -69,8 +72,10 @@ def test_states_are_the_alive_pairs_of_the_component_dfas(monkeypatch, reserved,
     # before any row of a state of several lexemes existed
     if first == 2:  # the per-state arrays grew, inside the table's reserve
         assert len(lexer.expanded) >= lexer.n_states > 2 and len(lexer.table) == limit
-    if reserved == 8:  # the table grew past its small reserve, with the per-state arrays
+    if reserved == 8 and narrow > limit:  # the table grew past its small reserve, with the per-state arrays
         assert len(lexer.table) == len(lexer.expanded) >= lexer.n_states > 8
+    if narrow < lexer.n_states:  # 32-bit rows, reserved up to the limit when the table crossed
+        assert lexer.table.dtype == np.int32 and len(lexer.table) == limit
     states = np.arange(1, lexer.n_states, dtype=np.int32)
     data = np.array([rng.choice(alphabet) for _ in states], dtype=np.int32)
     stepped = [lexer.step(int(s), int(b)) for s, b in zip(states, data, strict=True)]
@@ -78,24 +83,29 @@ def test_states_are_the_alive_pairs_of_the_component_dfas(monkeypatch, reserved,
     assert lexer.gather(states, data).tolist() == stepped
 
 
-def test_masks_are_the_same_with_16_and_32_bit_states(vocab_llama3):
-    """Under the default limit a lexer's table holds 16-bit states, past 65,536 states 32-bit
-    ones; every mask of a walk through JSON and C is the same either way."""
+def test_masks_are_the_same_with_16_and_32_bit_states(monkeypatch, vocab_llama3):
+    """A lexer's table holds 16-bit states up to 65,536 states, and 32-bit ones past them; every
+    mask of a walk through JSON and C is the same either way, and across the switch (made here
+    to come in the middle of the walk)."""
     from grammask.compiler import CompiledGrammar
 
     schema = {"type": "object", "properties": {"name": {"type": "string"}, "n": {"type": "array", "items": {}}}}
     c_text = (grammask.assets.llama_cpp_vendor_dir() / "grammars" / "c.gbnf").read_text()
     texts = [b'{"name": "a\\"b", "n": [1.5e3, {"x": null}, "y"]', b"int f(int a){return -a*( 2+a );}"]
-    for grammar, text in zip([Grammar.from_json_schema(schema), Grammar.from_ebnf(c_text)], texts, strict=True):
-        narrow, wide = (
-            CompiledGrammar(grammar, vocab_llama3),
-            CompiledGrammar(grammar, vocab_llama3, Limits(max_lexer_states=1 << 17)),
-        )
-        assert narrow.parser.lexer.table.dtype == np.uint16 and wide.parser.lexer.table.dtype == np.int32
-        matchers = narrow.matcher(), wide.matcher()
-        for i in range(len(text)):
-            assert np.array_equal(matchers[0]._mask(), matchers[1]._mask()), text[:i]
-            assert all(m.advance_bytes(text[i : i + 1]) for m in matchers)
+    grammars = [Grammar.from_json_schema(schema), Grammar.from_ebnf(c_text)]
+    # 16-bit rows made to number fewer states than the walk reaches, but more than the compile lays
+    for grammar, text, states in zip(grammars, texts, [256, 64], strict=True):
+        narrow = CompiledGrammar(grammar, vocab_llama3)
+        with monkeypatch.context() as patch:  # for the other lexer's life: its table grows later
+            patch.setattr(lexer_module, "_RESERVED_STATES", states)
+            patch.setattr(lexer_module, "_NARROW_STATES", states)
+            switching = CompiledGrammar(grammar, vocab_llama3)
+            assert narrow.parser.lexer.table.dtype == switching.parser.lexer.table.dtype == np.uint16
+            matchers = narrow.matcher(), switching.matcher()
+            for i in range(len(text)):
+                assert np.array_equal(matchers[0]._mask(), matchers[1]._mask()), text[:i]
+                assert all(m.advance_bytes(text[i : i + 1]) for m in matchers)
+        assert narrow.parser.lexer.table.dtype == np.uint16 and switching.parser.lexer.table.dtype == np.int32
 
 
 def test_a_start_state_is_never_reached_by_bytes():
@@ -246,8 +256,20 @@ def test_a_lexer_keeps_nothing_per_state_that_the_garbage_collector_scans(vocab_
     assert max(scanned.values()) < lexer.n_states / 20, scanned
 
 
-def test_the_default_limit_keeps_16_bit_states():
-    """The default limit is as many states as 16-bit rows can number: more would double every
-    lexer's rows, fewer refused a MaskBench schema (Snowplow sp_345, 53,369 states) while decoding."""
-    lexer = Lexer([compile_regex(LEXEMES[0])].__getitem__, DEFAULT_LIMITS, [()])
-    assert DEFAULT_LIMITS.max_lexer_states == 1 << 16 and lexer.table.dtype == np.uint16
+def test_a_lexer_crosses_from_16_to_32_bit_states_under_the_default_limit():
+    """Four lexemes of 17,003 DFA states each: the fourth block goes past the 65,536 states that
+    16-bit rows number. The default limit lets it (a MaskBench schema, detekt, needs 129,515
+    states), and the table becomes 32-bit then, with every row laid before kept."""
+    lowercase = rx.repeat(rx.char_class([(97, 122)]), 0, 17_000)
+    dfas = [compile_regex(rx.concat(rx.literal(first), lowercase)) for first in "ABCD"]
+    lexer = Lexer(dfas.__getitem__, DEFAULT_LIMITS, [()] * 4)
+    assert DEFAULT_LIMITS.max_lexer_states > 1 << 16 and lexer.table.dtype == np.uint16
+    bases = []
+    for k, first in enumerate(b"ABCD"):
+        bases.append(lexer.single(k, 0))
+        assert lexer.step(lexer.start((k,)), first) == bases[k] + int(dfas[k].transitions[1, first])
+        assert lexer.table.dtype == (np.uint16 if k < 3 else np.int32)
+    assert lexer.n_states > 1 << 16
+    for dfa, base in zip(dfas, bases, strict=True):
+        transitions = dfa.transitions[1:].astype(np.int64)
+        assert np.array_equal(lexer.table[base + 1 : base + dfa.n_states], np.where(transitions, transitions + base, 0))
