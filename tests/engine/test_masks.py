@@ -555,12 +555,14 @@ def test_the_next_lexeme_of_many_tokens_is_found_by_a_trie_walk_as_token_by_toke
 def test_long_runs_of_lexemes_are_checked_depth_first_and_share_their_rests(vocab_llama3, monkeypatch, few):
     """Llama 3 has tokens of up to 96 `-`, each `-` a lexeme at a new depth of
     `root ::= "-" root | "(" root ")" | "x"`. Past `_SHARED_LEVEL` lexemes, at most `_FEW_GOING`
-    tokens still going on are checked one at a time, depth first, and each (set, rest of a token)
-    is decided once: the runs share their rests, so far fewer are decided than the runs have
-    bytes. Whichever way a token goes, the masks are those of brute force. Where each `-` closes
-    a level (`root ::= "(" root "-" | "x"`), a run goes past what the abstract sets know: it is
-    unsure there and checked again from the concrete sets."""
+    tokens still going on are checked one at a time, depth first (before it, at most
+    `_FEW_SOON`), and each (set, rest of a token) is decided once: the runs share their rests, so
+    far fewer are decided than the runs have bytes. Whichever way a token goes, the masks are
+    those of brute force. Where each `-` closes a level (`root ::= "(" root "-" | "x"`), a run
+    goes past what the abstract sets know: it is unsure there and checked again from the
+    concrete sets."""
     monkeypatch.setattr(masks_module, "_FEW_GOING", few)
+    monkeypatch.setattr(masks_module, "_FEW_SOON", min(few, masks_module._FEW_SOON))
     nested = seq(literal("("), ref("root"), literal(")"))
     opening = Grammar({"root": alt(seq(literal("-"), ref("root")), nested, literal("x"))})
     closing = Grammar({"root": alt(seq(literal("("), ref("root"), literal("-")), literal("x"))})
