@@ -380,7 +380,8 @@ class Lexer:
         32-bit, reserved up to the limit at once (a copy of the whole table, made once).
 
         Readers that pass the table and the per-state arrays to a kernel together hold `lock`, so
-        they never see a table and arrays of different sizes (`masks.MaskComputer`)."""
+        they never see a table and arrays of different sizes (`masks.MaskComputer`): under the
+        GIL no switch comes between those attribute loads, but without one it could."""
         capacity = 2 * len(self.expanded)
         if len(self.expanded) < len(self.table):
             capacity = min(capacity, len(self.table))

@@ -273,3 +273,61 @@ def test_a_lexer_crosses_from_16_to_32_bit_states_under_the_default_limit():
     for dfa, base in zip(dfas, bases, strict=True):
         transitions = dfa.transitions[1:].astype(np.int64)
         assert np.array_equal(lexer.table[base + 1 : base + dfa.n_states], np.where(transitions, transitions + base, 0))
+
+
+def test_masks_in_threads_while_the_lexer_grows_and_widens(monkeypatch, vocab_llama3):
+    """Threads sharing one compiled grammar walk it while its lexer grows (per-state arrays that
+    double from 16 states, a table that moves from 16-bit to 32-bit rows past 256): every mask is
+    the one a single thread computes on a compile of its own. Threads switch every microsecond, so
+    rows computed by two threads at once (no lock in `Lexer.ensure`) show here. (A kernel's reads
+    of the table and the per-state arrays, which hold the lock too, cannot be split by a switch
+    under CPython's GIL: plain attribute loads; the lock is for interpreters without one.)"""
+    import sys
+    import threading
+
+    from grammask.compiler import CompiledGrammar
+
+    schema = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "array", "items": {}}}}
+    grammar = Grammar.from_json_schema(schema)
+    seeds = range(6)
+    paths = {}
+    for seed in seeds:  # each thread's tokens and masks, from a compile of its own
+        reference = CompiledGrammar(grammar, vocab_llama3)
+        rng = random.Random(seed)
+        matcher, steps = reference.matcher(), []
+        for _ in range(32):
+            mask = matcher._mask().copy()
+            choices = [t for t in matcher.allowed_token_ids().tolist() if t not in vocab_llama3.eos_ids]
+            if not choices:
+                break
+            token = rng.choice(choices)
+            steps.append((mask, token))
+            assert matcher.advance(token)
+        paths[seed] = steps
+    monkeypatch.setattr(lexer_module, "_RESERVED_STATES", 256)
+    monkeypatch.setattr(lexer_module, "_NARROW_STATES", 256)
+    monkeypatch.setattr(lexer_module, "_FIRST_STATES", 16)
+    shared = CompiledGrammar(grammar, vocab_llama3)
+    errors: list[tuple[int, int]] = []
+    barrier = threading.Barrier(len(seeds))
+
+    def run(seed: int) -> None:
+        matcher = shared.matcher()
+        barrier.wait()
+        for step, (mask, token) in enumerate(paths[seed]):
+            if not np.array_equal(matcher._mask(), mask) or not matcher.advance(token):
+                errors.append((seed, step))
+                return
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=run, args=(seed,)) for seed in seeds]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors
+    assert shared.parser.lexer.table.dtype == np.int32  # the table moved while the threads ran
