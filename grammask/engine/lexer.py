@@ -379,9 +379,10 @@ class Lexer:
         `_RESERVED_STATES`) the table doubles too, and past `_NARROW_STATES` its rows become
         32-bit, reserved up to the limit at once (a copy of the whole table, made once).
 
-        Readers that pass the table and the per-state arrays to a kernel together hold `lock`, so
-        they never see a table and arrays of different sizes (`masks.MaskComputer`): under the
-        GIL no switch comes between those attribute loads, but without one it could."""
+        Kernels run without the GIL, on the arrays they were handed; `masks.MaskComputer` holds
+        `lock` for each call, so no thread writes the lexer meanwhile. (Without it, a kernel would
+        still read only rows flagged before it started, or flagged after their row was written:
+        safe with x86's ordered stores, not with a weaker memory order.)"""
         capacity = 2 * len(self.expanded)
         if len(self.expanded) < len(self.table):
             capacity = min(capacity, len(self.table))

@@ -584,7 +584,7 @@ class MaskComputer:
             rows = _SLICE_ROWS  # lexer rows the search may have computed: it proves less without them
             while True:
                 lexer = self.lexer
-                with lexer.lock:  # the table and its flags of one size (`Lexer._grow`)
+                with lexer.lock:  # no thread writes the lexer while the kernel reads it (`Lexer._grow`)
                     depth, n = kernels.slice_depth(
                         state, limit, table, lexer.table, lexer.expanded, _SLICE_PAIRS, missing
                     )
@@ -648,7 +648,7 @@ class MaskComputer:
         count = 0
         while True:
             lexer.ensure(frontier_state)  # rows the walk needs: compute them, walk on from there
-            with lexer.lock:  # the table and the per-state arrays of one size (`Lexer._grow`)
+            with lexer.lock:  # no thread writes the lexer while the kernel reads it (`Lexer._grow`)
                 count, n_pending = kernels.walk_trie(
                     frontier, frontier_state, lexer.table, lexer.expanded, lexer.boundary, lexer.follows,
                     lexer.loops, lexer.loop_classes, pre.node, pre.byte, pre.depth, pre.end, pre.end_lo,
@@ -905,7 +905,7 @@ class MaskComputer:
         trie, lexer = self.trie, self.lexer
         if kernels.AVAILABLE:
             while True:
-                with lexer.lock:  # the table and the per-state arrays of one size (`Lexer._grow`)
+                with lexer.lock:  # no thread writes the lexer while the kernel reads it (`Lexer._grow`)
                     *found, missing = kernels.cross_tokens(
                         tokens, offsets, which, bounds, starts, lexer.table, lexer.expanded, lexer.boundary,
                         lexer.follows, trie.flat_bytes, trie.token_start, trie.token_len,

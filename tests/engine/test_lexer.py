@@ -279,9 +279,9 @@ def test_masks_in_threads_while_the_lexer_grows_and_widens(monkeypatch, vocab_ll
     """Threads sharing one compiled grammar walk it while its lexer grows (per-state arrays that
     double from 16 states, a table that moves from 16-bit to 32-bit rows past 256): every mask is
     the one a single thread computes on a compile of its own. Threads switch every microsecond, so
-    rows computed by two threads at once (no lock in `Lexer.ensure`) show here. (A kernel's reads
-    of the table and the per-state arrays, which hold the lock too, cannot be split by a switch
-    under CPython's GIL: plain attribute loads; the lock is for interpreters without one.)"""
+    rows computed by two threads at once (no lock in `Lexer.ensure`) show here. (The kernels,
+    which run without the GIL, hold the lock too; what that guards against, a row read before it
+    is written, needs a weaker memory order than x86's to show.)"""
     import sys
     import threading
 
