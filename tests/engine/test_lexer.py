@@ -17,6 +17,7 @@ from grammask.grammar import Grammar
 from grammask.ir import regex as rx
 from grammask.ir.grammar import alt, lex, seq, token
 from grammask.limits import DEFAULT_LIMITS, Limits
+from tests.engine.test_masks import random_walk
 
 LEXEMES = [
     rx.concat(rx.literal('"'), rx.star(rx.char_class([(34, 34), (92, 92)], negate=True)), rx.literal('"')),
@@ -292,18 +293,10 @@ def test_masks_in_threads_while_the_lexer_grows_and_widens(monkeypatch, vocab_ll
     seeds = range(6)
     paths = {}
     for seed in seeds:  # each thread's tokens and masks, from a compile of its own
-        reference = CompiledGrammar(grammar, vocab_llama3)
-        rng = random.Random(seed)
-        matcher, steps = reference.matcher(), []
-        for _ in range(32):
-            mask = matcher._mask().copy()
-            choices = [t for t in matcher.allowed_token_ids().tolist() if t not in vocab_llama3.eos_ids]
-            if not choices:
-                break
-            token = rng.choice(choices)
-            steps.append((mask, token))
-            assert matcher.advance(token)
-        paths[seed] = steps
+        tokens = _TokenRecorder()
+        masks = [m._mask().copy() for m in random_walk(CompiledGrammar(grammar, vocab_llama3), 32, seed, (tokens,))]
+        # (a walk that ran out of tokens has one mask more: its last, with no token after it)
+        paths[seed] = list(zip(masks, tokens.taken, strict=False))
     monkeypatch.setattr(lexer_module, "_RESERVED_STATES", 256)
     monkeypatch.setattr(lexer_module, "_NARROW_STATES", 256)
     monkeypatch.setattr(lexer_module, "_FIRST_STATES", 16)
@@ -314,8 +307,8 @@ def test_masks_in_threads_while_the_lexer_grows_and_widens(monkeypatch, vocab_ll
     def run(seed: int) -> None:
         matcher = shared.matcher()
         barrier.wait()
-        for step, (mask, token) in enumerate(paths[seed]):
-            if not np.array_equal(matcher._mask(), mask) or not matcher.advance(token):
+        for step, (mask, taken) in enumerate(paths[seed]):
+            if not np.array_equal(matcher._mask(), mask) or not matcher.advance(taken):
                 errors.append((seed, step))
                 return
 
@@ -331,3 +324,14 @@ def test_masks_in_threads_while_the_lexer_grows_and_widens(monkeypatch, vocab_ll
         sys.setswitchinterval(interval)
     assert not errors
     assert shared.parser.lexer.table.dtype == np.int32  # the table moved while the threads ran
+
+
+class _TokenRecorder:
+    """A twin for `random_walk` that keeps the tokens the walk takes."""
+
+    def __init__(self) -> None:
+        self.taken: list[int] = []
+
+    def advance(self, token: int) -> bool:
+        self.taken.append(token)
+        return True
