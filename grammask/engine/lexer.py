@@ -27,7 +27,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from grammask.automata.dfa import ByteDFA
+from grammask.automata.dfa import START, ByteDFA
 from grammask.engine import kernels
 from grammask.errors import GrammarError
 from grammask.limits import Limits
@@ -249,16 +249,15 @@ class Lexer:
         lexeme steps in its own block."""
         found = self._starts_by_byte.get(state)
         if found is None:
-            firsts, starts = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int32)]
             with self.lock:
-                for k, _ in self.pairs(state):
-                    first = self._dfa(k).first_bytes
-                    firsts.append(first)
-                    starts.append(np.full(len(first), self._intern(((k, 1),), True), dtype=np.int32))
-            data = np.concatenate(firsts)
+                terminals = [k for k, _ in self.pairs(state)]
+                ids = np.array([self._intern(((k, 1),), True) for k in terminals], dtype=np.int32)
+            # Each lexeme's start row (non-zero: a byte it can begin with), read by byte, then lexeme.
+            rows = np.array([self._dfa(k).transitions[START] for k in terminals]).reshape(len(terminals), 256)
+            byte, which = np.nonzero(rows.T)
             bounds = np.zeros(257, dtype=np.int64)
-            np.cumsum(np.bincount(data, minlength=256), out=bounds[1:])
-            found = (bounds, np.concatenate(starts)[np.argsort(data, kind="stable")])
+            np.cumsum(np.bincount(byte, minlength=256), out=bounds[1:])
+            found = (bounds, ids[which])
             with self.lock:
                 if self._starts_by_byte.setdefault(state, found) is found:
                     self._map_bytes += 200 + bounds.nbytes + found[1].nbytes

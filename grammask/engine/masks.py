@@ -179,22 +179,18 @@ _FEW_LABELS = 64
 
 
 def _groups(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The position of each distinct label's first occurrence, and each label's group number
-    (without sorting when all labels are equal, the common case)."""
-    if (labels == labels[0]).all():
-        return np.zeros(1, dtype=np.int64), np.zeros(len(labels), dtype=np.int64)
+    """The position of each distinct label's first occurrence, and each label's group number."""
     if len(labels) > _FEW_LABELS:
+        if (labels == labels[0]).all():  # the common case: no sort
+            return np.zeros(1, dtype=np.int64), np.zeros(len(labels), dtype=np.int64)
         _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
         return first, inverse.reshape(-1)
+    values = labels.tolist()
     numbers: dict[int, int] = {}
-    starts: list[int] = []
-    group = []
-    for i, label in enumerate(labels.tolist()):
-        found = numbers.setdefault(label, len(numbers))
-        if found == len(starts):
-            starts.append(i)
-        group.append(found)
-    return np.array(starts, dtype=np.int64), np.array(group, dtype=np.int64)
+    group = [numbers.setdefault(label, len(numbers)) for label in values]
+    if len(numbers) == 1:
+        return np.zeros(1, dtype=np.int64), np.zeros(len(values), dtype=np.int64)
+    return np.array([values.index(label) for label in numbers], dtype=np.int64), np.array(group, dtype=np.int64)
 
 
 def _spans(lo: np.ndarray, counts: np.ndarray) -> np.ndarray:

@@ -11,6 +11,8 @@ import zlib
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import grammask
 from grammask import assets
@@ -609,3 +611,14 @@ def test_walks_and_split_results_are_kept_as_objects_the_collector_does_not_scan
         assert walk.alive is (value if state in bare else value[0])
         assert not gc.is_tracked(walk.alive)
     assert compiled.masks.walks_computed == computed
+
+
+@given(st.lists(st.integers(0, 5), min_size=1, max_size=3 * masks_module._FEW_LABELS))
+def test_groups_number_labels_by_group(labels):
+    """`_groups` gives each distinct label one group, and each group the position of its label's
+    first occurrence (with a dict up to `_FEW_LABELS` labels, with `np.unique` past them)."""
+    array = np.array(labels, dtype=np.int64)
+    first, group = masks_module._groups(array)
+    assert sorted(array[first].tolist()) == sorted(set(labels))
+    assert (array[first[group]] == array).all()
+    assert all(labels.index(labels[i]) == i for i in first.tolist())
