@@ -414,15 +414,15 @@ class Lexer:
         one transition only: a token's bytes need one column each, and a whole product row costs
         about 0.2 ms, for states that token masks (union walks) never ask a row of."""
         if self.expanded[state]:  # read in place: most states a token passes are met once
-            return int(self.table[state, byte])
+            return self.table.item(state, byte)
         pairs = self.pairs(state)
         if len(pairs) < 2:  # the start of one lexeme: its row is a copy
             self.ensure(np.array([state]))
-            return int(self.table[state, byte])
+            return self.table.item(state, byte)
         key = state << 8 | byte
         target = self._steps.get(key)
         if target is None:
-            column = tuple((k, t) for k, s in pairs if (t := int(self._dfa(k).transitions[s, byte])))
+            column = tuple((k, t) for k, s in pairs if (t := self._dfa(k).transitions.item(s, byte)))
             with self.lock:
                 target = self._steps[key] = self._intern(column)
         return target

@@ -488,6 +488,8 @@ class MaskComputer:
         group's nodes. What follows the end of a lexeme depends only on which lexemes ended, and
         many lexer states (every count inside a bounded repeat) end the same ones."""
         states = splits.states
+        if len(states) == 1:
+            return [(int(states[0]), splits.nodes)]
         first, inverse = _groups(self.lexer.accept_class[states])
         if len(first) == 1:  # the common case: no copy
             return [(int(states[0]), splits.nodes)]

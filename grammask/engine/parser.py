@@ -86,7 +86,11 @@ class EarleySet:
             p, dot, _ = item
             body = rhs[p]
             if dot < len(body):
-                waiting.setdefault(body[dot], []).append(item)
+                found = waiting.get(body[dot])
+                if found is None:
+                    waiting[body[dot]] = [item]
+                else:
+                    found.append(item)
             elif p == 0:
                 accepting = True
         #: symbol → the items whose dot is before it. Tuples, not lists: the garbage collector
