@@ -269,6 +269,10 @@ def _set_bits(packed: np.ndarray, tokens: np.ndarray) -> None:
         packed[token >> 5] |= np.uint32(1) << np.uint32(token & 31)
 
 
+#: Fibonacci hashing's multiplier (2**32 / the golden ratio): spreads keys over `_slice_depth`'s table.
+_SPREAD = 0x9E3779B1
+
+
 def _slice_depth(
     start: int,
     limit: int,
@@ -285,12 +289,20 @@ def _slice_depth(
     text of at most `limit` bytes dies, `limit + 1` when none of any length does), and the number
     of lexer states put in `missing` (up to its length) whose rows the walk needed: it does not go
     past them, so d is what holds without them, and computing them and walking again may prove more.
-    Past `max_pairs` pairs, d is what was proven so far."""
+    Past `max_pairs` pairs, d is what was proven so far.
+
+    The pairs seen are kept in an open-addressing table of their keys (most of a state's 256
+    bytes lead to a pair seen already, and a lookup in a typed dict cost four times as much)."""
     n_slice = slice_table.shape[0]
     queue_slice = np.empty(max_pairs, dtype=np.int64)
     queue_state = np.empty(max_pairs, dtype=np.int64)
     queue_depth = np.empty(max_pairs, dtype=np.int64)
-    seen = {start * n_slice + 1: True}
+    size = 2
+    while size < 2 * max_pairs:  # at most half full
+        size *= 2
+    seen = np.full(size, -1, dtype=np.int64)
+    key = start * n_slice + 1
+    seen[(key * _SPREAD) & (size - 1)] = key
     queue_slice[0], queue_state[0], queue_depth[0] = 1, start, 0
     head, tail, n_missing, proven = 0, 1, 0, limit + 1
     while head < tail:
@@ -312,10 +324,13 @@ def _slice_depth(
             if q2 == 0:
                 return min(proven, depth), n_missing
             key = q2 * n_slice + p2
-            if key not in seen:
+            slot = (key * _SPREAD) & (size - 1)
+            while seen[slot] != -1 and seen[slot] != key:
+                slot = (slot + 1) & (size - 1)
+            if seen[slot] == -1:
                 if tail == max_pairs:
                     return min(proven, depth), n_missing
-                seen[key] = True
+                seen[slot] = key
                 queue_slice[tail], queue_state[tail], queue_depth[tail] = p2, q2, depth + 1
                 tail += 1
     return proven, n_missing

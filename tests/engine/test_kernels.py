@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import grammask
 from grammask import jit
@@ -54,3 +56,50 @@ def test_lay_block_shifts_live_targets_and_keeps_the_dead_state():
     want = np.where(source[1:] != 0, source[1:] + base, 0)
     assert np.array_equal(table[base + 1 : base + len(source)], want)
     assert (table[: base + 1] == -1).all() and (table[base + len(source) :] == -1).all()
+
+
+def _slice_depth_reference(start, limit, slice_table, table, expanded, max_pairs):
+    """`kernels.slice_depth` written plainly, with a set of the pairs seen."""
+    queue, seen, head, proven, missing = [(1, start, 0)], {(1, start)}, 0, limit + 1, []
+    while head < len(queue):
+        p, q, depth = queue[head]
+        head += 1
+        if depth >= limit:
+            return min(proven, limit), missing
+        if not expanded[q]:
+            proven = min(proven, depth)
+            missing += [q] if q not in missing else []
+            continue
+        for byte in range(256):
+            p2, q2 = int(slice_table[p, byte]), int(table[q, byte])
+            if not p2:
+                continue
+            if not q2:
+                return min(proven, depth), missing
+            if (p2, q2) not in seen:
+                if len(queue) == max_pairs:
+                    return min(proven, depth), missing
+                seen.add((p2, q2))
+                queue.append((p2, q2, depth + 1))
+    return proven, missing
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 12), st.sampled_from([4, 16, 64, 2048]))
+def test_slice_depth_equals_a_breadth_first_search_with_a_set(seed, limit, max_pairs):
+    """The pairs the kernel has seen, kept by key in a table of its own, are exactly the set a
+    plain search keeps: the same depth, the same rows found missing, on random tables where
+    states collide in the table and a search runs out of pairs."""
+    rng = np.random.default_rng(seed)
+    slice_table = (rng.integers(0, 4, size=(4, 256)) * (rng.random((4, 256)) < 0.05)).astype(np.int32)
+    slice_table[0] = 0
+    n = int(rng.integers(2, 60))
+    table = (rng.integers(1, n, size=(n, 256)) * (rng.random((n, 256)) < 0.998)).astype(np.uint16)
+    table[0] = 0
+    expanded = rng.random(n) < 0.9
+    expanded[0] = True
+    start = int(rng.integers(1, n))
+    missing = np.empty(64, dtype=np.int64)
+    depth, n_missing = kernels.slice_depth(start, limit, slice_table, table, expanded, max_pairs, missing)
+    want_depth, want_missing = _slice_depth_reference(start, limit, slice_table, table, expanded, max_pairs)
+    assert (depth, missing[:n_missing].tolist()) == (want_depth, want_missing[:64])
