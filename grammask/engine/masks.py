@@ -307,7 +307,7 @@ class MaskComputer:
         if not walk.splits and not (state == earley_set.lex_start and earley_set.tokens):
             self.cache.put(key, walk.alive, 0, (walk.alive,))
             return walk.alive
-        found, unsure = self._abstract_scan(self._shared_form(earley_set), state)
+        found, unsure = self._abstract_scan(self._shared_form(earley_set), state, walk)
         if not unsure.empty:  # decide what the abstract set could not, from the concrete one
             found = found.copy()
             for splits in unsure.splits:
@@ -334,16 +334,15 @@ class MaskComputer:
             return earley_set
         return earley_set if first == earley_set.number else self.parser.abstract(earley_set, items)
 
-    def _abstract_scan(self, abstract: EarleySet, state: int) -> tuple[np.ndarray, _Unsure]:
-        """The mask of a scan from an abstract set, and what it is unsure of."""
+    def _abstract_scan(self, abstract: EarleySet, state: int, walk: TokenWalk) -> tuple[np.ndarray, _Unsure]:
+        """The mask of a scan from an abstract set, and what it is unsure of (`walk` is `state`'s)."""
         key = ("abstract", abstract.number, state)
         found = self.cache.get(key)
         if found is not None:  # a mask alone when nothing is unsure, as most are (see below)
             if isinstance(found, np.ndarray):
                 return found, _SURE
             return found[0], _Unsure(_splits_of(found[4:]), found[1], found[2], found[3])
-        walk = self.walk(state)  # (with a split node or a token terminal: see `_scan_mask`)
-        packed = walk.alive.copy()
+        packed = walk.alive.copy()  # (a walk with a split node or a token terminal: see `_scan_mask`)
         unsure = _merge([self._check_splits(abstract, splits, packed, shared=True) for splits in walk.splits], packed)
         if state == abstract.lex_start and abstract.tokens:
             _set_bits(packed, np.fromiter(abstract.tokens, dtype=np.int64))
