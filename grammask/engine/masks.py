@@ -487,12 +487,11 @@ class MaskComputer:
         group's nodes. What follows the end of a lexeme depends only on which lexemes ended, and
         many lexer states (every count inside a bounded repeat) end the same ones."""
         states = splits.states
-        if len(states) == 1:
-            return [(int(states[0]), splits.nodes)]
-        first, inverse = _groups(self.lexer.accept_class[states])
-        if len(first) == 1:  # the common case: no copy
-            return [(int(states[0]), splits.nodes)]
-        return [(int(states[i]), splits.nodes[inverse == j]) for j, i in enumerate(first.tolist())]
+        if len(states) > 1:
+            first, inverse = _groups(self.lexer.accept_class[states])
+            if len(first) > 1:
+                return [(int(states[i]), splits.nodes[inverse == j]) for j, i in enumerate(first.tolist())]
+        return [(int(states[0]), splits.nodes)]  # one group, as most are: no copy
 
     def walk(self, state: int) -> TokenWalk:
         """What lexer state `state` does to every text token (cached).
