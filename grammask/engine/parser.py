@@ -86,9 +86,10 @@ class EarleySet:
             p, dot, _ = item
             body = rhs[p]
             if dot < len(body):
-                found = waiting.get(body[dot])
+                symbol = body[dot]
+                found = waiting.get(symbol)
                 if found is None:
-                    waiting[body[dot]] = [item]
+                    waiting[symbol] = [item]
                 else:
                     found.append(item)
             elif p == 0:
