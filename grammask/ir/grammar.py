@@ -52,7 +52,7 @@ class Lex:
     """Any string of the regular language `regex`."""
 
     regex: rx.RegexNode
-    _hash: int = field(init=False, repr=False, compare=False)
+    _hash: int = field(init=False, repr=False, compare=False, default=0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,14 +76,14 @@ class Ref:
 @cached_hash
 class Seq:
     items: tuple[Expr, ...]
-    _hash: int = field(init=False, repr=False, compare=False)
+    _hash: int = field(init=False, repr=False, compare=False, default=0)
 
 
 @dataclass(frozen=True, slots=True)
 @cached_hash
 class Alt:
     items: tuple[Expr, ...]
-    _hash: int = field(init=False, repr=False, compare=False)
+    _hash: int = field(init=False, repr=False, compare=False, default=0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +94,7 @@ class Rep:
     item: Expr
     min: int
     max: int | None
-    _hash: int = field(init=False, repr=False, compare=False)
+    _hash: int = field(init=False, repr=False, compare=False, default=0)
 
 
 Expr = Lex | Token | Ref | Seq | Alt | Rep

@@ -67,7 +67,7 @@ class CharClass:
     """
 
     ranges: tuple[tuple[int, int], ...]
-    _hash: int = field(init=False, repr=False, compare=False)
+    _hash: int = field(init=False, repr=False, compare=False, default=0)
     _id: int = field(init=False, repr=False, compare=False)  # set by `ident`, when asked
     size: int = field(init=False, repr=False, compare=False, default=1)
     nullable: bool = field(init=False, repr=False, compare=False, default=False)
@@ -79,7 +79,7 @@ class Concat:
     """The items one after another (at least two items)."""
 
     items: tuple[RegexNode, ...]
-    _hash: int = field(init=False, repr=False, compare=False)
+    _hash: int = field(init=False, repr=False, compare=False, default=0)
     _id: int = field(init=False, repr=False, compare=False)  # set by `ident`, when asked
     size: int = field(init=False, repr=False, compare=False)
     nullable: bool = field(init=False, repr=False, compare=False)
@@ -95,7 +95,7 @@ class Alt:
     """Any one of the items (at least two items)."""
 
     items: tuple[RegexNode, ...]
-    _hash: int = field(init=False, repr=False, compare=False)
+    _hash: int = field(init=False, repr=False, compare=False, default=0)
     _id: int = field(init=False, repr=False, compare=False)  # set by `ident`, when asked
     size: int = field(init=False, repr=False, compare=False)
     nullable: bool = field(init=False, repr=False, compare=False)
@@ -113,7 +113,7 @@ class Repeat:
     item: RegexNode
     min: int
     max: int | None
-    _hash: int = field(init=False, repr=False, compare=False)
+    _hash: int = field(init=False, repr=False, compare=False, default=0)
     _id: int = field(init=False, repr=False, compare=False)  # set by `ident`, when asked
     size: int = field(init=False, repr=False, compare=False)
     nullable: bool = field(init=False, repr=False, compare=False)
@@ -132,7 +132,7 @@ class Difference:
 
     left: RegexNode
     right: RegexNode
-    _hash: int = field(init=False, repr=False, compare=False)
+    _hash: int = field(init=False, repr=False, compare=False, default=0)
     _id: int = field(init=False, repr=False, compare=False)  # set by `ident`, when asked
     size: int = field(init=False, repr=False, compare=False)
     nullable: bool = field(init=False, repr=False, compare=False)
