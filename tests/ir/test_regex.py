@@ -55,6 +55,22 @@ def test_ident_names_a_tree_exactly(a, b):
     assert rx.ident(_rebuilt(a)) == rx.ident(a)
 
 
+@given(_TREES, st.randoms())
+def test_equal_trees_hash_alike_whichever_node_is_hashed_first(tree, random):
+    # A node's hash is computed when first asked for: from the root down on one copy, and from
+    # some inner nodes up on the other, it must come out the same, and find the tree in a dict.
+    inner = _rebuilt(tree)
+    nodes = [inner]
+    for node in nodes:
+        nodes.extend(node.items if isinstance(node, rx.Concat | rx.Alt) else ())
+        nodes.extend((node.item,) if isinstance(node, rx.Repeat) else ())
+        nodes.extend((node.left, node.right) if isinstance(node, rx.Difference) else ())
+    for node in random.sample(nodes, len(nodes) // 2):
+        hash(node)
+    assert hash(inner) == hash(tree)
+    assert {tree: 1}[inner] == 1
+
+
 def test_ident_never_gives_a_number_twice(monkeypatch):
     # Past its bound the table starts again empty: equal trees may then get new numbers (a cache
     # miss), but an old number must never come to name another tree.
