@@ -14,9 +14,9 @@ _C = TypeVar("_C", bound=type)
 
 def cached_hash(cls: _C) -> _C:
     """Class decorator, applied under `@dataclass(frozen=True, ...)`, for classes that declare
-    `_hash: int = field(init=False, repr=False, compare=False, default=0)`. The hash is computed the first
-    time it is asked for, then kept: most nodes a front-end makes are parts of bigger ones and
-    are never hashed themselves (six in seven on MaskBench's schemas)."""
+    `_hash: int = field(init=False, repr=False, compare=False, default=0)`. The hash is computed
+    the first time it is asked for, then kept: most nodes a front-end makes are parts of bigger
+    ones and are never hashed themselves (six in seven on MaskBench's schemas)."""
     fields: list[attrgetter] = []  # the compared fields, known once `dataclass` has run
 
     def __hash__(self: Any) -> int:
