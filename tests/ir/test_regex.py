@@ -62,9 +62,7 @@ def test_equal_trees_hash_alike_whichever_node_is_hashed_first(tree, random):
     inner = _rebuilt(tree)
     nodes = [inner]
     for node in nodes:
-        nodes.extend(node.items if isinstance(node, rx.Concat | rx.Alt) else ())
-        nodes.extend((node.item,) if isinstance(node, rx.Repeat) else ())
-        nodes.extend((node.left, node.right) if isinstance(node, rx.Difference) else ())
+        nodes.extend(rx._children(node))
     for node in random.sample(nodes, len(nodes) // 2):
         hash(node)
     assert hash(inner) == hash(tree)
