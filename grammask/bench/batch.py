@@ -97,6 +97,7 @@ def report_batch(results: dict[tuple[str, int], dict[str, Any]], engines: Sequen
             table.append([engine, None, *([None] * len(KEYS)), result["error"][:60]])
             continue
         stats = summarize(np.asarray(result["steps_us"], dtype=np.float64), KEYS)
-        rows = result["rows"]
-        table.append([engine, rows, *(stats[k] for k in KEYS), stats["p50"] / max(rows, 1)])
+        rows, p50 = result["rows"], stats["p50"]
+        per_row = None if p50 is None or not rows else p50 / rows  # (no row compiled: no batch)
+        table.append([engine, rows, *(stats[k] for k in KEYS), per_row])
     return "#### Time to fill one batch bitmask (all passes)\n\n" + format_table(header, table)

@@ -108,6 +108,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             sizes = [int(n) for n in args.sizes.split(",")]
             files = list_files(args.folder, stride=args.stride)
+            if not files:
+                print(f"no MaskBench files in {args.folder}", file=sys.stderr)
+                return 1
             batches = run_batch(
                 workers, files, tokenizer.encode, sizes=sizes, passes=args.passes, timeout=args.timeout * max(sizes)
             )

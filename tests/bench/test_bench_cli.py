@@ -37,6 +37,23 @@ def test_jsonschema_mode_writes_json(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert payload["environment"]["llguidance"]
 
 
+@pytest.mark.skipif(not MASKBENCH.is_dir(), reason="no ../shared/maskbench-dev")
+def test_batch_mode(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["batch", str(MASKBENCH), "--engines", "llguidance", "--sizes", "1,2", "--passes", "1", "--stride", "400"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out.split("Time to fill one batch bitmask")[1]
+    table = [line for line in out.splitlines() if line.startswith("| llguidance ")]
+    assert [line.split("|")[2].strip() for line in table] == ["1", "2"]  # the rows of each batch
+
+
+@pytest.mark.parametrize("mode", ["jsonschema", "batch"])
+def test_a_folder_without_maskbench_files_is_an_error(
+    mode: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([mode, str(tmp_path), "--engines", "llguidance"]) == 1
+    assert f"no MaskBench files in {tmp_path}" in capsys.readouterr().err
+
+
 def test_bad_arguments() -> None:
     assert main(["grammars", "--engines", "outlines"]) == 2
     with pytest.raises(SystemExit):
