@@ -139,13 +139,14 @@ def subtract_words(left: ByteDFA, words: Iterable[bytes], max_states: int) -> By
     # behaviour, or None where it can no longer accept (left is trim: each of its states can). A
     # behaviour is (left's state, whether it accepts, what each byte into the trie leads to).
     alive_bytes = {q: 256 - row.count(0) for q, row in rows.items()}
+    left_accepts = la.tolist()  # read state by state: a list's items are plain bools, not numpy's
     kind: dict[int, tuple[str, int] | None] = {}
     behaviours: dict[tuple, int] = {}
     for node in reversed(order):
         q = state_of[node]
-        row, accepts = rows[q], bool(la[q]) and not ends[node]
+        row, accepts = rows[q], left_accepts[q] and not ends[node]
         moves = tuple((byte, kind.get(child)) for byte, child in children[node].items() if row[byte])
-        if accepts == la[q] and all(to == ("left", row[byte]) for byte, to in moves):
+        if accepts == left_accepts[q] and all(to == ("left", row[byte]) for byte, to in moves):
             kind[node] = ("left", q)
         elif accepts or alive_bytes[q] > len(moves) or any(to is not None for _, to in moves):
             kind[node] = ("pair", behaviours.setdefault((q, accepts, moves), len(behaviours)))
