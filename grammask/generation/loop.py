@@ -27,7 +27,6 @@ position as per pass on a small CPU, so drafts that keep failing must stay short
 from __future__ import annotations
 
 import codecs
-import inspect
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast, overload
@@ -38,6 +37,7 @@ from grammask.compiler import CompiledGrammar
 from grammask.errors import GenerationError
 from grammask.generation.formats import Format, compile_formats, logits_width, tokenizer_vocabulary
 from grammask.generation.jump_forward import CanonicalTokenizer, nothing_but_end_follows
+from grammask.generation.model import forward_keywords
 from grammask.generation.speculative import Drafter, NgramDrafter, crop_cache, verify_draft
 from grammask.matcher import Matcher
 from grammask.processors import GenerationContext, GrammarConstraint, LogitsProcessor, Pipeline, Temperature, TopP
@@ -335,7 +335,8 @@ class _Decoding:
         self.attention = torch.zeros((len(rows), 0), dtype=torch.long, device=self.device)
         self.positions = [0] * len(rows)
         self.base = 0  # attention columns before the last forward pass
-        self.keep_logits = "logits_to_keep" in inspect.signature(model.forward).parameters
+        keywords = forward_keywords(model)
+        self.keep_logits, self.cache_keyword = keywords.logits_to_keep, keywords.cache
 
     def run(self) -> Iterator[str]:
         with self.torch.inference_mode():
@@ -383,11 +384,11 @@ class _Decoding:
             input_ids=ids,
             attention_mask=self.attention,
             position_ids=positions,
-            past_key_values=self.cache,
             use_cache=True,
+            **{self.cache_keyword: self.cache},
             **extra,
         )
-        self.cache = out.past_key_values
+        self.cache = getattr(out, self.cache_keyword)
         # On the host: processors and the seeded generator then work the same for every device.
         return [
             out.logits[b, start - skip : start - skip + len(row.draft) + 1].float().cpu() if feed else None

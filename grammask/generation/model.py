@@ -1,4 +1,5 @@
-"""Loading a causal language model for generation, and turning a request into a chat prompt.
+"""Loading a causal language model for generation, the names its `forward` takes, and turning a
+request into a chat prompt.
 
 The default model is SmolLM2-135M-Instruct, shipped as a Q4_1 GGUF in a pip wheel
 (`grammask.assets.smollm2_gguf_path`). transformers can only load a GGUF by dequantising every
@@ -12,6 +13,7 @@ calling this module changes no environment variable and leaves transformers' log
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import os
 import shutil
@@ -19,15 +21,17 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from grammask import assets
 
 __all__ = [
     "DEFAULT_DTYPE",
     "DEFAULT_SYSTEM_PROMPT",
+    "ForwardKeywords",
     "chat_prompt",
     "check_model_path",
+    "forward_keywords",
     "load_model",
     "load_tokenizer",
     "load_weights",
@@ -46,6 +50,23 @@ DEFAULT_SYSTEM_PROMPT = (
 DEFAULT_DTYPE = "bfloat16"
 
 _DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
+
+
+class ForwardKeywords(NamedTuple):
+    """How a transformers causal LM's `forward` names what the decoding loops pass it."""
+
+    #: the keyword of the key/value cache, and the output's field for it after the pass: `cache`
+    #: where `forward` takes it (transformers 5.24 warns where `past_key_values` is passed, and
+    #: 5.40 drops it), `past_key_values` in earlier versions
+    cache: str
+    #: whether it can compute the logits of the last positions only (`logits_to_keep`)
+    logits_to_keep: bool
+
+
+def forward_keywords(model: Any) -> ForwardKeywords:
+    """The keywords `model.forward` takes, read from its signature (once per decoding loop)."""
+    parameters = inspect.signature(model.forward).parameters
+    return ForwardKeywords("cache" if "cache" in parameters else "past_key_values", "logits_to_keep" in parameters)
 
 
 def _stderr(message: str) -> None:

@@ -25,7 +25,6 @@ token-by-token decoding would give, so greedy output is the same with and withou
 from __future__ import annotations
 
 import codecs
-import inspect
 import logging
 import threading
 import time
@@ -40,6 +39,7 @@ from grammask.bitmask import allocate_bitmask
 from grammask.compiler import CompiledGrammar
 from grammask.errors import GenerationError
 from grammask.generation.jump_forward import CanonicalTokenizer, nothing_but_end_follows
+from grammask.generation.model import forward_keywords
 from grammask.matcher import Matcher
 from grammask.processors import GenerationContext, Temperature, TopP, apply_token_bitmask, masked_softmax
 from grammask.processors import greedy as greedy_pick
@@ -160,7 +160,8 @@ class Scheduler:
         self.eos = frozenset(vocab.eos_ids)
         self.pad = vocab.eos_ids[0] if vocab.eos_ids else 0
         self.device = getattr(model, "device", "cpu")
-        self.keep_logits = "logits_to_keep" in inspect.signature(model.forward).parameters
+        keywords = forward_keywords(model)
+        self.keep_logits, self.cache_keyword = keywords.logits_to_keep, keywords.cache
         self.bitmask = allocate_bitmask(1, vocab.size)
         self.stats = SchedulerStats()
         self._incoming: deque[Sequence_] = deque()
@@ -355,8 +356,8 @@ class Scheduler:
             input_ids=ids.to(self.device),
             attention_mask=attention.to(self.device),
             position_ids=positions.to(self.device),
-            past_key_values=cache if cache is not None else DynamicCache(),
             use_cache=True,
+            **{self.cache_keyword: cache if cache is not None else DynamicCache()},
             **extra,
         )
         self.stats.forward_passes += 1
@@ -376,7 +377,7 @@ class Scheduler:
                 self._finish(row)
             else:
                 self._emit(row)
-        return out.past_key_values, attention
+        return getattr(out, self.cache_keyword), attention
 
     def _kept(self, row: _Row, before: int) -> int:
         """How many fed tokens stay in the cache (those that are in the row's sequence, leaving at least

@@ -3,6 +3,8 @@ safe end, stop strings, streaming and batches. Greedy and short, to stay fast on
 
 import copy
 import json
+import re
+import warnings
 from pathlib import Path
 
 import jsonschema
@@ -211,3 +213,13 @@ def test_batch_rows_with_different_formats_match_single_runs(smollm2):
     batch = generate(model, tok, prompts, formats, max_tokens=20)
     single = [generate(model, tok, p, f, max_tokens=20) for p, f in zip(prompts, formats, strict=True)]
     assert [r.token_ids for r in batch] == [r.token_ids for r in single]
+
+
+def test_decoding_passes_the_cache_under_the_keyword_the_model_takes(smollm2):
+    """transformers 5 takes the key/value cache as `cache` and warns (FutureWarning) where it is
+    passed as `past_key_values`, which goes in 5.40; transformers 4 takes only the latter."""
+    model, tok = smollm2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        result = generate(model, tok, chat_prompt(tok, "Count to three."), Grammar.from_regex("[0-9]{3}"), max_tokens=6)
+    assert re.fullmatch("[0-9]{3}", result.text)

@@ -13,6 +13,7 @@ from grammask.generation.model import (
     _set_gguf_special_tokens,
     chat_prompt,
     check_model_path,
+    forward_keywords,
     load_model,
 )
 
@@ -35,6 +36,18 @@ def test_the_converted_tokenizer_has_the_special_tokens_the_gguf_names(smollm2):
     tok.eos_token, tok.pad_token = "<|im_start|>", None
     _set_gguf_special_tokens(tok, assets.smollm2_gguf_path())
     assert (tok.eos_token, tok.pad_token) == ("<|im_end|>", "<|im_end|>")
+
+
+@pytest.mark.model
+def test_forward_keywords_name_the_cache_as_the_model_takes_and_returns_it(smollm2):
+    import torch
+
+    model, tok = smollm2
+    keywords = forward_keywords(model)
+    assert keywords.logits_to_keep
+    with torch.inference_mode():
+        out = model(input_ids=torch.tensor([tok.encode("Hello")]), use_cache=True)
+    assert keywords.cache in type(out).__dataclass_fields__ and getattr(out, keywords.cache) is not None
 
 
 @pytest.mark.model

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+import warnings
 
 import pytest
 
@@ -107,6 +108,16 @@ def test_alone_together_and_joining_late_give_the_same_greedy_output(make_client
         time.sleep(0.05)
     late = [client.submit(*r) for r in REQUESTS[1:]]
     assert [client.final(first)] + [client.final(p) for p in late] == alone
+
+
+def test_decoding_passes_the_cache_under_the_keyword_the_model_takes(make_client):
+    """No FutureWarning from transformers 5 about `past_key_values` (see `forward_keywords`): as
+    an error, it would fail the request."""
+    client = make_client()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        text, finish = client.run(REQUESTS[:1])[0]
+    assert finish in ("stop", "length")
 
 
 def test_speculation_gives_the_same_greedy_output(make_client, monkeypatch):
