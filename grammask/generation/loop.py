@@ -335,8 +335,7 @@ class _Decoding:
         self.attention = torch.zeros((len(rows), 0), dtype=torch.long, device=self.device)
         self.positions = [0] * len(rows)
         self.base = 0  # attention columns before the last forward pass
-        keywords = forward_keywords(model)
-        self.keep_logits, self.cache_keyword = keywords.logits_to_keep, keywords.cache
+        self.keywords = forward_keywords(model)
 
     def run(self) -> Iterator[str]:
         with self.torch.inference_mode():
@@ -378,17 +377,18 @@ class _Decoding:
         self.base = self.attention.shape[1]
         self.attention = torch.cat([self.attention, fresh.to(self.device)], dim=1)
         # Logits only from the first position some row wants on.
-        skip = min(start for start, feed in zip(starts, feeds, strict=True) if feed) if self.keep_logits else 0
-        extra = {"logits_to_keep": n - skip} if self.keep_logits else {}
+        keep_logits = self.keywords.logits_to_keep
+        skip = min(start for start, feed in zip(starts, feeds, strict=True) if feed) if keep_logits else 0
+        extra = {"logits_to_keep": n - skip} if keep_logits else {}
         out = self.model(
             input_ids=ids,
             attention_mask=self.attention,
             position_ids=positions,
             use_cache=True,
-            **{self.cache_keyword: self.cache},
+            **{self.keywords.cache: self.cache},
             **extra,
         )
-        self.cache = getattr(out, self.cache_keyword)
+        self.cache = getattr(out, self.keywords.cache)
         # On the host: processors and the seeded generator then work the same for every device.
         return [
             out.logits[b, start - skip : start - skip + len(row.draft) + 1].float().cpu() if feed else None

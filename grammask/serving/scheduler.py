@@ -160,8 +160,7 @@ class Scheduler:
         self.eos = frozenset(vocab.eos_ids)
         self.pad = vocab.eos_ids[0] if vocab.eos_ids else 0
         self.device = getattr(model, "device", "cpu")
-        keywords = forward_keywords(model)
-        self.keep_logits, self.cache_keyword = keywords.logits_to_keep, keywords.cache
+        self.keywords = forward_keywords(model)
         self.bitmask = allocate_bitmask(1, vocab.size)
         self.stats = SchedulerStats()
         self._incoming: deque[Sequence_] = deque()
@@ -348,8 +347,8 @@ class Scheduler:
         attention = fresh if mask is None else torch.cat([mask, fresh], dim=1)
         # Logits from the first position any row needs: its last pending token (the draft's positions follow).
         firsts = [k - 1 - len(row.draft) for row, k in zip(rows, counts, strict=True)]
-        keep = n - min(firsts) if self.keep_logits else n
-        extra = {"logits_to_keep": keep} if self.keep_logits else {}
+        keep = n - min(firsts) if self.keywords.logits_to_keep else n
+        extra = {"logits_to_keep": keep} if self.keywords.logits_to_keep else {}
         from transformers import DynamicCache
 
         out = self.model(
@@ -357,7 +356,7 @@ class Scheduler:
             attention_mask=attention.to(self.device),
             position_ids=positions.to(self.device),
             use_cache=True,
-            **{self.cache_keyword: cache if cache is not None else DynamicCache()},
+            **{self.keywords.cache: cache if cache is not None else DynamicCache()},
             **extra,
         )
         self.stats.forward_passes += 1
@@ -377,7 +376,7 @@ class Scheduler:
                 self._finish(row)
             else:
                 self._emit(row)
-        return getattr(out, self.cache_keyword), attention
+        return getattr(out, self.keywords.cache), attention
 
     def _kept(self, row: _Row, before: int) -> int:
         """How many fed tokens stay in the cache (those that are in the row's sequence, leaving at least

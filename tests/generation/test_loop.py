@@ -216,7 +216,7 @@ def test_batch_rows_with_different_formats_match_single_runs(smollm2):
 
 
 def test_decoding_passes_the_cache_under_the_keyword_the_model_takes(smollm2):
-    """transformers 5 takes the key/value cache as `cache` and warns (FutureWarning) where it is
+    """transformers 5.24 takes the key/value cache as `cache` and warns (FutureWarning) where it is
     passed as `past_key_values`, which goes in 5.40; transformers 4 takes only the latter."""
     model, tok = smollm2
     with warnings.catch_warnings():

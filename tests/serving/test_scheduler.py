@@ -111,7 +111,7 @@ def test_alone_together_and_joining_late_give_the_same_greedy_output(make_client
 
 
 def test_decoding_passes_the_cache_under_the_keyword_the_model_takes(make_client):
-    """No FutureWarning from transformers 5 about `past_key_values` (see `forward_keywords`): as
+    """No FutureWarning from transformers 5.24 about `past_key_values` (see `forward_keywords`): as
     an error, it would fail the request."""
     client = make_client()
     with warnings.catch_warnings():
