@@ -143,6 +143,10 @@ def _p50(values: np.ndarray) -> float | None:
     return summarize(values, ["p50"])["p50"]
 
 
+def _p99(values: np.ndarray) -> float | None:
+    return summarize(values, ["p99"])["p99"]
+
+
 def _engine_table(engine: str, rows_in: Sequence[CaseResult]) -> str:
     header = ["format", "kind", "tokens", "TTFM ms"]
     header += [f"mask {k} µs" for k in _STEP_KEYS] + [f"step {k} µs" for k in _STEP_KEYS] + ["status"]
@@ -160,7 +164,8 @@ def _engine_table(engine: str, rows_in: Sequence[CaseResult]) -> str:
 
 
 def _ratio_table(by_key: _ByKey, names: Sequence[str], peers: Sequence[str]) -> str:
-    header = ["format"] + [f"{what} vs {p}" for p in peers for what in ("TTFM", "mask p50", "step p50")]
+    whats = ("TTFM", "mask p50", "step p50", "step p99")
+    header = ["format"] + [f"{what} vs {p}" for p in peers for what in whats]
     rows = []
     for name in names:
         ours = by_key[(name, "grammask")]
@@ -171,9 +176,25 @@ def _ratio_table(by_key: _ByKey, names: Sequence[str], peers: Sequence[str]) -> 
                 ratio(ours.ttfm_ms, theirs.ttfm_ms),
                 ratio(_p50(ours.mask_us), _p50(theirs.mask_us)),
                 ratio(_p50(ours.step_us), _p50(theirs.step_us)),
+                ratio(_p99(ours.step_us), _p99(theirs.step_us)),
             ]
         rows.append(row)
-    return "### Ratios grammask / peer (below 1 = grammask faster)\n\n" + format_table(header, rows)
+    lines = [_p99_verdict(by_key, names, p) for p in peers]
+    table = format_table(header, rows)
+    return "### Ratios grammask / peer (below 1 = grammask faster)\n\n" + table + "\n\n" + "\n".join(lines)
+
+
+def _p99_verdict(by_key: _ByKey, names: Sequence[str], peer: str) -> str:
+    """How many formats have grammask's step p99 at or below `peer`'s (the target of the
+    benchmark), and which are above, worst first. Only formats where both engines timed steps."""
+    ratios = {}
+    for name in names:
+        ours, theirs = _p99(by_key[(name, "grammask")].step_us), _p99(by_key[(name, peer)].step_us)
+        if ours is not None and theirs:
+            ratios[name] = ours / theirs
+    above = sorted((r, name) for name, r in ratios.items() if r > 1)[::-1]
+    listed = ", ".join(f"{name} {r:.2f}x" for r, name in above) or "none"
+    return f"- step p99 at or below {peer}'s: {len(ratios) - len(above)} of {len(ratios)} formats; above: {listed}"
 
 
 def _crosscheck_table(

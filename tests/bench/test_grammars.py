@@ -8,7 +8,7 @@ import regex
 
 from grammask import assets
 from grammask.bench.engines import engine_available
-from grammask.bench.grammars import compare_masks, report_grammars, run_grammars
+from grammask.bench.grammars import CaseResult, compare_masks, report_grammars, run_grammars
 from grammask.bench.samples import GBNF_TEXTS, REGEX_CASES, cases
 from grammask.bench.workers import EngineWorker
 from grammask.engine.recognize import accepts
@@ -69,3 +69,23 @@ def test_report_lists_every_case_and_the_lexer_difference(peer_results, llama3: 
     arithmetic = [r for r in peer_results if r.case == "arithmetic"]
     assert {r.engine: r.status for r in arithmetic} == {"llguidance": "rejected", "xgrammar": "ok"}
     assert "rejected token" in report and "| arithmetic" in report
+
+
+def test_report_counts_the_formats_whose_step_p99_is_at_or_below_the_peers() -> None:
+    def result(case: str, engine: str, step_us: list[float]) -> CaseResult:
+        steps = np.array(step_us, dtype=np.float32)
+        return CaseResult(case, "regex", engine, len(steps), "ok", ttfm_ms=1.0, mask_us=steps, step_us=steps)
+
+    results = [
+        result("fast", "grammask", [10] * 100),
+        result("fast", "llguidance", [20] * 100),
+        result("even", "grammask", [30] * 100),
+        result("even", "llguidance", [30] * 100),
+        result("slow", "grammask", [90] * 100),
+        result("slow", "llguidance", [30] * 100),
+        result("broken", "grammask", []),  # no steps timed: left out of the count
+        result("broken", "llguidance", [10] * 100),
+    ]
+    report = report_grammars(results, ["grammask", "llguidance"], [])
+    assert "step p99 vs llguidance" in report
+    assert "- step p99 at or below llguidance's: 2 of 3 formats; above: slow 3.00x" in report
