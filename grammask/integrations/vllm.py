@@ -8,7 +8,11 @@ vLLM has no entry point for backends, so `register()` (run in every vLLM process
   lets grammask through;
 - `SamplingParams._validate_structured_outputs` builds the request's grammar with grammask in the
   front-end process, so a bad format is an HTTP 400 and never reaches the engine;
-- `StructuredOutputManager.grammar_init` creates a `GrammaskBackend` for the first request.
+- `StructuredOutputManager` creates its `GrammaskBackend` when the engine starts, if the server's
+  backend is grammask (for the first grammask request otherwise, in `grammar_init`). The backend
+  builds the vocabulary's tables and loads the compiled kernels then: vLLM freezes its start-up
+  heap right after (`gc.freeze`), so full collections never scan them, and no request waits for
+  them.
 
 All patching is here, pinned to the vLLM versions it was tested with (`SUPPORTED_VERSIONS`); it
 checks every internal it touches and raises `RuntimeError` when one has moved. Offline `LLM(...)`
@@ -125,6 +129,9 @@ class GrammaskBackend(StructuredOutputBackend):
         config = self.vllm_config.structured_outputs_config
         self.compact = bool(config.disable_any_whitespace)
         self.vocab = _vocabulary(self.tokenizer, self.vocab_size)
+        # The vocabulary's tables and the compiled kernels now, as `grammask serve` builds them
+        # at start: not in the first request's compile.
+        grammask.compile(Grammar.json(), self.vocab)
 
     def compile_grammar(
         self, request_type: StructuredOutputOptions, grammar_spec: str, stop_token_ids: set[int] | None = None
@@ -228,21 +235,36 @@ def register(*, force: bool = False) -> None:
 
     SamplingParams._validate_structured_outputs = validate_request
 
-    # 3. The engine builds a GrammaskBackend for the first grammask request.
+    # 3. The engine builds its GrammaskBackend when it starts (before vLLM freezes its start-up
+    # heap) where grammask is the server's backend, and for the first grammask request otherwise.
+    original_manager_init = StructuredOutputManager.__init__
     original_init = StructuredOutputManager.grammar_init
+    _require(
+        list(inspect.signature(original_manager_init).parameters) == ["self", "vllm_config"],
+        "StructuredOutputManager.__init__ changed its signature",
+    )
     _require(
         list(inspect.signature(original_init).parameters) == ["self", "request"]
         and "self.backend is None" in inspect.getsource(original_init),
         "StructuredOutputManager.grammar_init changed",
     )
 
+    def make_backend(self: StructuredOutputManager) -> None:
+        self.backend = GrammaskBackend(
+            self.vllm_config, tokenizer=self.tokenizer, vocab_size=self.vllm_config.model_config.get_vocab_size()
+        )
+
+    def manager_init(self: StructuredOutputManager, vllm_config: Any) -> None:
+        original_manager_init(self, vllm_config)
+        if vllm_config.structured_outputs_config.backend == NAME and hasattr(self, "tokenizer"):
+            make_backend(self)
+
     def grammar_init(self: StructuredOutputManager, request: Any) -> None:
         params = request.sampling_params.structured_outputs if request.sampling_params else None
         if self.backend is None and params is not None and params._backend == NAME:
-            self.backend = GrammaskBackend(
-                self.vllm_config, tokenizer=self.tokenizer, vocab_size=self.vllm_config.model_config.get_vocab_size()
-            )
+            make_backend(self)
         return original_init(self, request)
 
+    StructuredOutputManager.__init__ = manager_init
     StructuredOutputManager.grammar_init = grammar_init
     _registered = True

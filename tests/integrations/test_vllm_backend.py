@@ -13,11 +13,14 @@ vllm = pytest.importorskip("vllm")
 
 import torch  # noqa: E402
 from transformers import AutoTokenizer  # noqa: E402
+from vllm.config import ModelConfig, VllmConfig  # noqa: E402
 from vllm.config.structured_outputs import StructuredOutputsConfig  # noqa: E402
 from vllm.exceptions import VLLMValidationError  # noqa: E402
 from vllm.sampling_params import SamplingParams, StructuredOutputsParams  # noqa: E402
+from vllm.v1.structured_output import StructuredOutputManager  # noqa: E402
 from vllm.v1.structured_output.backend_types import StructuredOutputOptions  # noqa: E402
 
+from grammask.engine import tables  # noqa: E402
 from grammask.integrations import vllm as backend  # noqa: E402
 
 backend.register()
@@ -119,3 +122,23 @@ def test_grammask_in_sys_modules_survives_vllm_cpu_kernel_scan():
         "_rebind_kernels([])\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=300)
+
+
+def test_the_engine_builds_a_grammask_backend_and_its_tables_when_it_starts(tokenizer):
+    """vLLM's engine makes its `StructuredOutputManager` before it freezes its start-up heap
+    (`gc.freeze`). A server whose backend is grammask builds the backend there, with the
+    vocabulary's tables and the compiled kernels (about 76,000 objects for the collector): frozen
+    with the rest, no full collection scans them, and the first request does not wait for them.
+    Another backend's server builds none."""
+    model = ModelConfig(model=os.environ["GRAMMASK_VLLM_MODEL"])
+    manager = StructuredOutputManager(
+        VllmConfig(model_config=model, structured_outputs_config=StructuredOutputsConfig(backend="grammask"))
+    )
+    assert isinstance(manager.backend, backend.GrammaskBackend)
+    vocab = manager.backend.vocab
+    assert vocab.size == model.get_vocab_size()
+    assert vocab in tables._tables  # built already, and kept while the vocabulary lives
+    other = StructuredOutputManager(
+        VllmConfig(model_config=model, structured_outputs_config=StructuredOutputsConfig(backend="xgrammar"))
+    )
+    assert other.backend is None
