@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import logging
+import os
 import typing
 from typing import Any
 
@@ -45,23 +46,37 @@ import grammask
 from grammask import Grammar
 from grammask.errors import GrammaskError
 from grammask.integrations.structured_outputs import grammar_for
+from grammask.limits import DEFAULT_LIMITS, Limits
 from grammask.vocab import Vocabulary
 
 __all__ = ["SUPPORTED_VERSIONS", "GrammaskBackend", "GrammaskGrammar", "build_grammar", "register"]
 
 NAME = "grammask"
+#: Seconds one request's grammar may take to compile, as in `grammask serve` (environment variable
+#: `GRAMMASK_COMPILE_TIMEOUT_S`; 0 for none). vLLM compiles in a thread of the engine's process, so
+#: a compile slows the engine loop while it runs; past this the request alone fails.
+COMPILE_TIMEOUT_S = 30.0
 #: vLLM release series this module was tested with; others raise unless `register(force=True)`.
 SUPPORTED_VERSIONS = ("0.32.",)
 
 logger = logging.getLogger(__name__)
 
 
-def build_grammar(request_type: StructuredOutputOptions, spec: str, *, compact: bool = False) -> Grammar:
+def build_grammar(
+    request_type: StructuredOutputOptions, spec: str, *, compact: bool = False, limits: Limits = DEFAULT_LIMITS
+) -> Grammar:
     """The grammask grammar of one vLLM structured-output request (`compact`: no JSON whitespace).
 
     JSON Schemas are strict (a missing `additionalProperties` means false), as in xgrammar.
     """
-    return grammar_for(request_type.name.lower(), spec, compact=compact)
+    return grammar_for(request_type.name.lower(), spec, compact=compact, limits=limits)
+
+
+def _limits() -> Limits:
+    """The limits a request's grammar is built and compiled under: `COMPILE_TIMEOUT_S`, or the
+    environment's `GRAMMASK_COMPILE_TIMEOUT_S`."""
+    seconds = float(os.environ.get("GRAMMASK_COMPILE_TIMEOUT_S", COMPILE_TIMEOUT_S))
+    return dataclasses.replace(DEFAULT_LIMITS, compile_timeout_s=seconds if seconds > 0 else None)
 
 
 # -- the backend and the per-request grammar ---------------------------------------------------------
@@ -129,6 +144,7 @@ class GrammaskBackend(StructuredOutputBackend):
         config = self.vllm_config.structured_outputs_config
         self.compact = bool(config.disable_any_whitespace)
         self.vocab = _vocabulary(self.tokenizer, self.vocab_size)
+        self.limits = _limits()
         # The vocabulary's tables and the compiled kernels now, as `grammask serve` builds them
         # at start: not in the first request's compile.
         grammask.compile(Grammar.json(), self.vocab)
@@ -136,8 +152,8 @@ class GrammaskBackend(StructuredOutputBackend):
     def compile_grammar(
         self, request_type: StructuredOutputOptions, grammar_spec: str, stop_token_ids: set[int] | None = None
     ) -> StructuredOutputGrammar:
-        grammar = build_grammar(request_type, grammar_spec, compact=self.compact)
-        compiled = grammask.compile(grammar, self.vocab)
+        grammar = build_grammar(request_type, grammar_spec, compact=self.compact, limits=self.limits)
+        compiled = grammask.compile(grammar, self.vocab, limits=self.limits)
         return GrammaskGrammar(compiled.matcher(stop_token_ids=stop_token_ids or None))
 
     def allocate_token_bitmask(self, max_num_seqs: int) -> torch.Tensor:
@@ -181,7 +197,7 @@ def _validate(self: SamplingParams, model_config: Any, config: StructuredOutputs
         )
     try:
         request_type, spec = get_structured_output_key(params)
-        build_grammar(request_type, spec, compact=bool(config.disable_any_whitespace))
+        build_grammar(request_type, spec, compact=bool(config.disable_any_whitespace), limits=_limits())
     except (GrammaskError, ValueError) as exc:
         raise VLLMValidationError(f"grammask cannot use this structured output format: {exc}") from exc
 

@@ -3,6 +3,7 @@
 Runs in the vLLM environment (scripts/test_vllm.sh); skipped where vLLM is not installed.
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from vllm.sampling_params import SamplingParams, StructuredOutputsParams  # noqa
 from vllm.v1.structured_output import StructuredOutputManager  # noqa: E402
 from vllm.v1.structured_output.backend_types import StructuredOutputOptions  # noqa: E402
 
+import grammask  # noqa: E402
 from grammask.engine import tables  # noqa: E402
 from grammask.integrations import vllm as backend  # noqa: E402
 
@@ -77,7 +79,7 @@ def test_request_validation(tokenizer):
 
 def test_grammar_object(tokenizer, vocab):
     gb = backend.GrammaskBackend.__new__(backend.GrammaskBackend)
-    gb.vocab, gb.compact, gb.vocab_size = vocab, True, vocab.size
+    gb.vocab, gb.compact, gb.vocab_size, gb.limits = vocab, True, vocab.size, backend._limits()
     eos = tokenizer.eos_token_id
     schema = '{"type": "object", "properties": {"a": {"type": "integer"}}}'
     grammar = gb.compile_grammar(StructuredOutputOptions.JSON, schema, stop_token_ids={eos})
@@ -142,3 +144,21 @@ def test_the_engine_builds_a_grammask_backend_and_its_tables_when_it_starts(toke
         VllmConfig(model_config=model, structured_outputs_config=StructuredOutputsConfig(backend="xgrammar"))
     )
     assert other.backend is None
+
+
+def test_a_request_grammar_over_the_compile_deadline_fails_alone(vocab, monkeypatch):
+    """vLLM compiles a request's grammar in a thread of the engine's process and fails only that
+    request when the compile raises: the backend compiles under `COMPILE_TIMEOUT_S` (or the
+    environment's `GRAMMASK_COMPILE_TIMEOUT_S`), as `grammask serve` does."""
+    assert backend._limits().compile_timeout_s == backend.COMPILE_TIMEOUT_S
+    monkeypatch.setenv("GRAMMASK_COMPILE_TIMEOUT_S", "0")
+    assert backend._limits().compile_timeout_s is None
+    monkeypatch.setenv("GRAMMASK_COMPILE_TIMEOUT_S", "0.001")
+    gb = backend.GrammaskBackend.__new__(backend.GrammaskBackend)
+    gb.vocab, gb.compact, gb.vocab_size, gb.limits = vocab, False, vocab.size, backend._limits()
+    schema = {
+        "type": "object",
+        "properties": {f"field_{i}": {"type": "string", "pattern": f"^[a-z]{{{i}}}$"} for i in range(1, 200)},
+    }
+    with pytest.raises(grammask.GrammarError, match="compile_timeout_s=0.001"):
+        gb.compile_grammar(StructuredOutputOptions.JSON, json.dumps(schema))
