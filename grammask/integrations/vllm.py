@@ -74,8 +74,12 @@ def build_grammar(
 
 def _limits() -> Limits:
     """The limits a request's grammar is built and compiled under: `COMPILE_TIMEOUT_S`, or the
-    environment's `GRAMMASK_COMPILE_TIMEOUT_S`."""
-    seconds = float(os.environ.get("GRAMMASK_COMPILE_TIMEOUT_S", COMPILE_TIMEOUT_S))
+    environment's `GRAMMASK_COMPILE_TIMEOUT_S` (`register` checks it when vLLM starts)."""
+    value = os.environ.get("GRAMMASK_COMPILE_TIMEOUT_S", str(COMPILE_TIMEOUT_S))
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise ValueError(f"GRAMMASK_COMPILE_TIMEOUT_S is a number of seconds (0 for none), not {value!r}") from None
     return dataclasses.replace(DEFAULT_LIMITS, compile_timeout_s=seconds if seconds > 0 else None)
 
 
@@ -211,6 +215,7 @@ def register(*, force: bool = False) -> None:
     if _registered:
         return
     _require(force or vllm.__version__.startswith(SUPPORTED_VERSIONS), "this vLLM version is not supported")
+    _limits()  # a malformed GRAMMASK_COMPILE_TIMEOUT_S fails here, when vLLM starts, not in requests
 
     # 1. The config accepts the name.
     backend_type = StructuredOutputsConfig.__annotations__.get("backend")

@@ -153,6 +153,9 @@ def test_a_request_grammar_over_the_compile_deadline_fails_alone(vocab, monkeypa
     assert backend._limits().compile_timeout_s == backend.COMPILE_TIMEOUT_S
     monkeypatch.setenv("GRAMMASK_COMPILE_TIMEOUT_S", "0")
     assert backend._limits().compile_timeout_s is None
+    monkeypatch.setenv("GRAMMASK_COMPILE_TIMEOUT_S", "thirty")
+    with pytest.raises(ValueError, match="GRAMMASK_COMPILE_TIMEOUT_S is a number of seconds"):
+        backend._limits()
     monkeypatch.setenv("GRAMMASK_COMPILE_TIMEOUT_S", "0.001")
     gb = backend.GrammaskBackend.__new__(backend.GrammaskBackend)
     gb.vocab, gb.compact, gb.vocab_size, gb.limits = vocab, False, vocab.size, backend._limits()
