@@ -23,9 +23,12 @@ def test_accepted_text_finishes(engine: Engine, llama3: Vocabulary, tokenizer) -
     # One timed step per token, plus the final mask that reads the EOS bits.
     assert len(result.mask_us) == len(result.step_us) == len(result.masks) == len(tokens) + 1
     assert (result.step_us >= result.mask_us).all() and (result.mask_us > 0).all()
-    # The thread's CPU time per step: a little more than the wall-clock window it encloses, at most.
+    # The thread's CPU time per step, not since the walk began (that would sum to about four times
+    # the wall clock's here). On a shared virtual machine the two clocks disagree by tens of percent
+    # (a CI run saw 852 µs of CPU time in 638 µs of wall clock over these seven steps): half as much
+    # again is allowed, and the cumulative time would still be caught.
     assert len(result.cpu_us) == len(tokens) + 1 and (result.cpu_us > 0).all()
-    assert result.cpu_us.sum() <= result.step_us.sum() + 20 * len(result.cpu_us)
+    assert result.cpu_us.sum() <= 1.5 * result.step_us.sum() + 20 * len(result.cpu_us)
 
 
 def test_prefix_is_accepted_but_not_finished(engine: Engine, llama3: Vocabulary, tokenizer) -> None:
