@@ -139,12 +139,9 @@ def _status_cell(r: CaseResult) -> str:
 _ByKey = dict[tuple[str, str], CaseResult]
 
 
-def _p50(values: np.ndarray) -> float | None:
-    return summarize(values, ["p50"])["p50"]
-
-
-def _p99(values: np.ndarray) -> float | None:
-    return summarize(values, ["p99"])["p99"]
+def _stat(values: np.ndarray, key: str) -> float | None:
+    """One statistic of `summarize` ("p50", "p99", ...)."""
+    return summarize(values, [key])[key]
 
 
 def _engine_table(engine: str, rows_in: Sequence[CaseResult]) -> str:
@@ -174,9 +171,9 @@ def _ratio_table(by_key: _ByKey, names: Sequence[str], peers: Sequence[str]) -> 
             theirs = by_key[(name, p)]
             row += [
                 ratio(ours.ttfm_ms, theirs.ttfm_ms),
-                ratio(_p50(ours.mask_us), _p50(theirs.mask_us)),
-                ratio(_p50(ours.step_us), _p50(theirs.step_us)),
-                ratio(_p99(ours.step_us), _p99(theirs.step_us)),
+                ratio(_stat(ours.mask_us, "p50"), _stat(theirs.mask_us, "p50")),
+                ratio(_stat(ours.step_us, "p50"), _stat(theirs.step_us, "p50")),
+                ratio(_stat(ours.step_us, "p99"), _stat(theirs.step_us, "p99")),
             ]
         rows.append(row)
     lines = [_p99_verdict(by_key, names, p) for p in peers]
@@ -189,7 +186,8 @@ def _p99_verdict(by_key: _ByKey, names: Sequence[str], peer: str) -> str:
     benchmark), and which are above, worst first. Only formats where both engines timed steps."""
     ratios = {}
     for name in names:
-        ours, theirs = _p99(by_key[(name, "grammask")].step_us), _p99(by_key[(name, peer)].step_us)
+        ours = _stat(by_key[(name, "grammask")].step_us, "p99")
+        theirs = _stat(by_key[(name, peer)].step_us, "p99")
         if ours is not None and theirs:
             ratios[name] = ours / theirs
     above = sorted((r, name) for name, r in ratios.items() if r > 1)[::-1]
