@@ -277,7 +277,8 @@ def register(*, force: bool = False) -> None:
 
     def manager_init(self: StructuredOutputManager, vllm_config: Any) -> None:
         original_manager_init(self, vllm_config)
-        if vllm_config.structured_outputs_config.backend == NAME and hasattr(self, "tokenizer"):
+        model = vllm_config.model_config
+        if vllm_config.structured_outputs_config.backend == NAME and not model.skip_tokenizer_init:
             make_backend(self)
 
     def grammar_init(self: StructuredOutputManager, request: Any) -> None:
