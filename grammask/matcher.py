@@ -247,12 +247,45 @@ class BatchMatcher:
         self.matchers = list(matchers)
 
     def fill_bitmask(self, bitmask) -> None:
-        for row, matcher in enumerate(self.matchers):
-            if matcher is None:
-                bitmask[row] = -1
-            else:
-                matcher.fill_bitmask(bitmask, row)
+        """Write row `i`'s allowed tokens into row `i` of a packed int32 bitmask (numpy or torch).
+
+        The masks are looked up first, then written together: in one copy where they fill whole
+        rows, as in a serving engine's bitmask (a copy per row cost as much again as the
+        lookups), and in one transfer to a torch bitmask on another device, not one per row."""
+        masks = [None if m is None else m._mask() for m in self.matchers]
+        widths = {len(mask) for mask in masks if mask is not None}
+        if len(widths) != 1 or bitmask.shape[1] < min(widths):  # no grammar, or several vocabularies
+            for row, matcher in enumerate(self.matchers):
+                if matcher is None:
+                    bitmask[row] = -1
+                else:
+                    matcher.fill_bitmask(bitmask, row)
+            return
+        rows, width = len(masks), widths.pop()
+        if isinstance(bitmask, np.ndarray):
+            _write_rows(masks, bitmask[:rows], width)
+        elif bitmask.device.type == "cpu":
+            _write_rows(masks, bitmask[:rows].numpy(), width)  # a view of the tensor
+        else:
+            staged = np.empty((rows, bitmask.shape[1]), dtype=np.int32)
+            _write_rows(masks, staged, width)
+            bitmask[:rows].copy_(sys.modules["torch"].from_numpy(staged), non_blocking=True)
 
     def advance(self, token_ids) -> list[bool]:
         """Advance every row with a matcher by its token; rows without one report True."""
         return [m is None or m.advance(int(t)) for m, t in zip(self.matchers, token_ids, strict=False)]
+
+
+def _write_rows(masks: list[np.ndarray | None], out: np.ndarray, width: int) -> None:
+    """Row i of `out`: `masks[i]` (`width` words), then zeros (the padding words of a model's
+    logits); all ones where `masks[i]` is None (a row without a grammar)."""
+    whole = [mask for mask in masks if mask is not None]
+    if out.shape[1] == width and out.flags.c_contiguous and len(whole) == len(masks):
+        np.concatenate(whole, out=out.reshape(-1))
+        return
+    for row, mask in enumerate(masks):
+        if mask is None:
+            out[row] = -1
+        else:
+            out[row, :width] = mask
+            out[row, width:] = 0

@@ -112,6 +112,53 @@ def test_batch_matcher(date_compiled, vocab_llama3):
     assert vocab_llama3.token_id("yes") in rows[2].allowed_token_ids()
 
 
+def _row_by_row(matchers, bitmask):
+    for row, matcher in enumerate(matchers):
+        if matcher is None:
+            bitmask[row] = -1
+        else:
+            matcher.fill_bitmask(bitmask, row)
+
+
+@pytest.mark.parametrize("padding", [0, 3])
+def test_batch_matcher_writes_what_each_row_would(date_compiled, vocab_llama3, padding):
+    """The batch's one copy (whole rows) and its row-by-row writes (padding words, rows without
+    a grammar) give each row what its matcher writes alone; rows past the batch are left alone."""
+    other = grammask.compile(Grammar({"root": literal("yes")}), vocab_llama3)
+    words = (vocab_llama3.size + 31) // 32
+    for rows in ([date_compiled.matcher(), other.matcher()], [other.matcher(), None, date_compiled.matcher()]):
+        rows[0].advance(rows[0].allowed_token_ids()[0])
+        expected = np.full((len(rows) + 1, words + padding), 7, dtype=np.int32)
+        _row_by_row(rows, expected)
+        batch = np.full_like(expected, 7)
+        grammask.BatchMatcher(rows).fill_bitmask(batch)
+        assert np.array_equal(batch, expected)
+        assert (batch[-1] == 7).all()
+
+
+def test_batch_matcher_torch(date_compiled, vocab_llama3):
+    torch = pytest.importorskip("torch")
+    rows = [date_compiled.matcher(), None]
+    words = (vocab_llama3.size + 31) // 32
+    expected = np.full((2, words + 2), 7, dtype=np.int32)
+    _row_by_row(rows, expected)
+    batch = torch.full((2, words + 2), 7, dtype=torch.int32)
+    grammask.BatchMatcher(rows).fill_bitmask(batch)
+    assert np.array_equal(batch.numpy(), expected)
+
+
+def test_batch_matcher_vocabularies_of_two_sizes(date_compiled, vocab_llama3, vocab_qwen2):
+    """Rows of different widths are written one by one, each padded to the bitmask's width."""
+    small = grammask.compile(Grammar({"root": literal("yes")}), vocab_qwen2)
+    rows = [date_compiled.matcher(), small.matcher()]
+    width = max((vocab_llama3.size + 31) // 32, (vocab_qwen2.size + 31) // 32)
+    expected = np.full((2, width), 7, dtype=np.int32)
+    _row_by_row(rows, expected)
+    batch = np.full_like(expected, 7)
+    grammask.BatchMatcher(rows).fill_bitmask(batch)
+    assert np.array_equal(batch, expected)
+
+
 def test_matchers_in_threads(date_compiled, vocab_llama3):
     ids = tokens_of(vocab_llama3, "202", "4", "-", "12", "-", "31")
     reference = []
