@@ -97,16 +97,18 @@ class Matcher:
         """Write the allowed tokens into row `row` of a packed int32 bitmask (numpy or torch).
 
         After an end-of-sequence token only end-of-sequence tokens stay allowed (padding). A row
-        wider than the vocabulary (a model's padded logits) gets its padding words cleared.
+        wider than the vocabulary (a model's padded logits) gets its padding words cleared. A
+        torch bitmask on the CPU is written through a numpy view of it: a torch copy per row
+        cost six times as much.
         """
         mask = self._mask()
         width = bitmask.shape[1]
         if width < len(mask):
             raise ValueError(f"the bitmask has {width} words a row; this vocabulary needs {len(mask)}")
-        if isinstance(bitmask, np.ndarray):
-            bitmask[row, : len(mask)] = mask
-            if width > len(mask):
-                bitmask[row, len(mask) :] = 0
+        host = _on_host(bitmask)
+        if host is not None:
+            host[row, : len(mask)] = mask
+            host[row, len(mask) :] = 0
         else:
             torch = sys.modules["torch"]
             # Cached masks are read-only, which torch.from_numpy warns about: hand it a copy.
@@ -262,10 +264,9 @@ class BatchMatcher:
                     matcher.fill_bitmask(bitmask, row)
             return
         rows, width = len(masks), widths.pop()
-        if isinstance(bitmask, np.ndarray):
-            _write_rows(masks, bitmask[:rows], width)
-        elif bitmask.device.type == "cpu":
-            _write_rows(masks, bitmask[:rows].numpy(), width)  # a view of the tensor
+        host = _on_host(bitmask)
+        if host is not None:
+            _write_rows(masks, host[:rows], width)
         else:
             staged = np.empty((rows, bitmask.shape[1]), dtype=np.int32)
             _write_rows(masks, staged, width)
@@ -274,6 +275,14 @@ class BatchMatcher:
     def advance(self, token_ids) -> list[bool]:
         """Advance every row with a matcher by its token; rows without one report True."""
         return [m is None or m.advance(int(t)) for m, t in zip(self.matchers, token_ids, strict=False)]
+
+
+def _on_host(bitmask) -> np.ndarray | None:
+    """`bitmask` as a numpy array that shares its memory (a torch tensor on the CPU: written in
+    place, without a copy per row), or None for a tensor on another device."""
+    if isinstance(bitmask, np.ndarray):
+        return bitmask
+    return bitmask.numpy() if bitmask.device.type == "cpu" else None
 
 
 def _write_rows(masks: list[np.ndarray | None], out: np.ndarray, width: int) -> None:
