@@ -145,6 +145,10 @@ def test_batch_matcher_torch(date_compiled, vocab_llama3):
     batch = torch.full((2, words + 2), 7, dtype=torch.int32)
     grammask.BatchMatcher(rows).fill_bitmask(batch)
     assert np.array_equal(batch.numpy(), expected)
+    # A tensor on another device gets one staged copy; "meta" has no data, but checks the shapes.
+    elsewhere = torch.empty((3, words + 2), dtype=torch.int32, device="meta")
+    grammask.BatchMatcher(rows).fill_bitmask(elsewhere)
+    rows[0].fill_bitmask(elsewhere, 2)
 
 
 def test_batch_matcher_vocabularies_of_two_sizes(date_compiled, vocab_llama3, vocab_qwen2):
