@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from grammask.bench.batch import report_batch
 from grammask.bench.cli import main
 from grammask.bench.engines import engine_available
 
@@ -39,11 +40,23 @@ def test_jsonschema_mode_writes_json(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 @pytest.mark.skipif(not MASKBENCH.is_dir(), reason="no ../shared/maskbench-dev")
 def test_batch_mode(capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["batch", str(MASKBENCH), "--engines", "llguidance", "--sizes", "1,2", "--passes", "1", "--stride", "400"]
+    argv = ["batch", str(MASKBENCH), "--engines", "llguidance", "--sizes", "1,2", "--passes", "2", "--stride", "400"]
     assert main(argv) == 0
     out = capsys.readouterr().out.split("Time to fill one batch bitmask")[1]
-    table = [line for line in out.splitlines() if line.startswith("| llguidance ")]
-    assert [line.split("|")[2].strip() for line in table] == ["1", "2"]  # the rows of each batch
+    header = next(line for line in out.splitlines() if line.startswith("| engine "))
+    table = [line.split("|")[1:-1] for line in out.splitlines() if line.startswith("| llguidance ")]
+    assert [cells[1].strip() for cells in table] == ["1", "2"]  # the rows of each batch
+    # the second pass alone, in the last two columns
+    assert [cell.strip() for cell in header.split("|")[-3:-1]] == ["later p50 µs", "later p99 µs"]
+    assert all(float(cells[-1]) > 0 for cells in table)
+
+
+def test_batch_report_reads_the_later_passes_apart() -> None:
+    result = {"rows": 2, "steps_us": [900.0, 700.0, 500.0, 3.0, 5.0, 4.0], "first_pass": 3}
+    report = report_batch({("grammask", 2): result}, ["grammask"])
+    line = next(line for line in report.splitlines() if line.startswith("| grammask"))
+    cells = [cell.strip() for cell in line.split("|")[1:-1]]
+    assert cells[2] == "252" and cells[-2:] == ["4", "4.98"]  # all passes' p50; the later p50 and p99
 
 
 @pytest.mark.parametrize("mode", ["jsonschema", "batch"])
