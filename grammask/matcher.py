@@ -106,14 +106,11 @@ class Matcher:
         if width < len(mask):
             raise ValueError(f"the bitmask has {width} words a row; this vocabulary needs {len(mask)}")
         host = _on_host(bitmask)
-        if host is not None:
+        if host is None:
+            _send_rows(bitmask, row, [mask], len(mask))
+        else:
             host[row, : len(mask)] = mask
             host[row, len(mask) :] = 0
-        else:
-            torch = sys.modules["torch"]
-            # Cached masks are read-only, which torch.from_numpy warns about: hand it a copy.
-            bitmask[row, : len(mask)].copy_(torch.from_numpy(mask.copy()), non_blocking=True)
-            bitmask[row, len(mask) :].fill_(0)
 
     def allowed_token_ids(self) -> np.ndarray:
         return np.flatnonzero(unpack_bitmask(self._mask(), self._vocab.size)).astype(np.int32)
@@ -263,14 +260,11 @@ class BatchMatcher:
                 else:
                     matcher.fill_bitmask(bitmask, row)
             return
-        rows, width = len(masks), widths.pop()
         host = _on_host(bitmask)
-        if host is not None:
-            _write_rows(masks, host[:rows], width)
+        if host is None:
+            _send_rows(bitmask, 0, masks, widths.pop())
         else:
-            staged = np.empty((rows, bitmask.shape[1]), dtype=np.int32)
-            _write_rows(masks, staged, width)
-            bitmask[:rows].copy_(sys.modules["torch"].from_numpy(staged), non_blocking=True)
+            _write_rows(masks, host[: len(masks)], widths.pop())
 
     def advance(self, token_ids) -> list[bool]:
         """Advance every row with a matcher by its token; rows without one report True."""
@@ -283,6 +277,14 @@ def _on_host(bitmask) -> np.ndarray | None:
     if isinstance(bitmask, np.ndarray):
         return bitmask
     return bitmask.numpy() if bitmask.device.type == "cpu" else None
+
+
+def _send_rows(bitmask, first: int, masks: list[np.ndarray | None], width: int) -> None:
+    """`_write_rows` into the rows of a torch bitmask on another device from row `first` on: the
+    rows are staged on the host and sent in one transfer."""
+    staged = np.empty((len(masks), bitmask.shape[1]), dtype=np.int32)
+    _write_rows(masks, staged, width)
+    bitmask[first : first + len(masks)].copy_(sys.modules["torch"].from_numpy(staged), non_blocking=True)
 
 
 def _write_rows(masks: list[np.ndarray | None], out: np.ndarray, width: int) -> None:
