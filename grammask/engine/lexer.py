@@ -42,10 +42,12 @@ _SPARSE_PAIRS = 96
 #: Lexer states whose table rows are reserved when the lexer is made (512 bytes each, of address
 #: space: the memory is used only as rows are filled); a larger `Limits.max_lexer_states` grows beyond.
 _RESERVED_STATES = 1 << 16
-#: States that 16-bit rows can number. A lexer that needs more switches to 32-bit rows then, with
-#: one copy: the new table is reserved up to the limit (or `_WIDE_STATES`) at once.
+#: States that 16-bit rows can number. A lexer that needs more switches to 32-bit rows then: the
+#: new table is reserved up to the limit (or `_WIDE_STATES`) at once, and filled as it approaches.
 _NARROW_STATES = 1 << 16
 _WIDE_STATES = 1 << 18
+#: Rows copied at a time into the 32-bit table while a lexer approaches `_NARROW_STATES` (256 KiB).
+_COPY_ROWS = 256
 #: Room in the per-state arrays (49 bytes a state) when the lexer is made; they double as states
 #: come. Made at full size, their zeros cost more than half a millisecond of every compile.
 _FIRST_STATES = 1 << 10
@@ -158,6 +160,10 @@ class Lexer:
         # are small, and grow (`_grow`).
         reserved = min(self._limit, _RESERVED_STATES)
         self.table, self._memory = _zero_rows(reserved, _state_type(reserved))
+        #: the 32-bit table that takes over from a 16-bit one, and how many of its rows are copied
+        #: so far (`_copy_ahead`): rows below that are written into both
+        self._wide: tuple[np.ndarray, _Memory] | None = None
+        self._copied = 0
         capacity = min(len(self.table), _FIRST_STATES)
         self.expanded = np.zeros(capacity, dtype=bool)
         self.expanded[0] = True
@@ -213,7 +219,7 @@ class Lexer:
         # The rows filled so far (the rest of the table is untouched address space), and per state a
         # flag, its owner, its accept class, its boundary row, its loop set and its loop classes.
         written = max(self._n, self._memory.rows)  # a pooled table comes with rows written before
-        tables = written * self.table.itemsize * 256 + self._n * 49 + self.follows.nbytes
+        tables = written * self.table.itemsize * 256 + self._copied * 1024 + self._n * 49 + self.follows.nbytes
         steps = 100 * len(self._steps)
         return int(tables) + 200 * self.n_states + _ROW_BYTES * len(self._rows) + steps + self._map_bytes
 
@@ -285,6 +291,7 @@ class Lexer:
             self._grow()
         self._n += 1
         self._memory.rows = max(self._memory.rows, self._n)
+        self._copy_ahead()
         # A start state accepts nothing: lexemes are never empty (see `grammask.ir.normalise`),
         # and not asking spares compiling lexemes that are expected but never entered.
         done = () if is_start else tuple(k for k, s in pairs if self._dfa(k).accepting[s])
@@ -319,6 +326,7 @@ class Lexer:
                 np.not_equal(source, 0, out=rows, casting="unsafe")
                 rows *= base
                 np.add(rows, source, out=rows, casting="unsafe")
+            self._written(base + 1, base + n)
             self.expanded[block] = True
             self._owner[block] = terminal
             choice = ((), (terminal,))
@@ -327,6 +335,7 @@ class Lexer:
             self.boundary[block] = np.where(dfa.accepting[1:], self._class_boundary[accept_class], 0)
             self._n += n - 1
             self._memory.rows = max(self._memory.rows, self._n)
+            self._copy_ahead()
             self._bases[terminal] = base
         return base
 
@@ -375,8 +384,8 @@ class Lexer:
 
     def _grow(self) -> None:
         """Double the per-state arrays, up to the table's reserved rows; past them (a limit over
-        `_RESERVED_STATES`) the table doubles too, and past `_NARROW_STATES` its rows become
-        32-bit, reserved up to the limit at once (a copy of the whole table, made once).
+        `_RESERVED_STATES`) the table doubles too, and past `_NARROW_STATES` the 32-bit table
+        (`_copy_ahead`) takes over, with what is left to copy.
 
         Kernels run without the GIL, on the arrays they were handed; `masks.MaskComputer` holds
         `lock` for each call, so no thread writes the lexer meanwhile. (Without it, a kernel would
@@ -385,19 +394,52 @@ class Lexer:
         capacity = 2 * len(self.expanded)
         if len(self.expanded) < len(self.table):
             capacity = min(capacity, len(self.table))
-        else:
-            dtype = _state_type(capacity)
-            rows = capacity if dtype == self.table.dtype else max(capacity, min(self._limit, _WIDE_STATES))
-            table, memory = _zero_rows(rows, dtype)
+        elif _state_type(capacity) == self.table.dtype:
+            table, memory = _zero_rows(capacity, self.table.dtype.type)
             table[: len(self.table)] = self.table
             memory.rows = max(memory.rows, len(self.table))  # the copy wrote every row it had
             self.table, self._memory = table, memory
+        else:
+            table, memory = self._wide or self._wide_table(capacity)
+            table[self._copied : len(self.table)] = self.table[self._copied :]
+            memory.rows = max(memory.rows, len(self.table))
+            self.table, self._memory, self._wide, self._copied = table, memory, None, 0
         self.expanded = np.concatenate([self.expanded, np.zeros(capacity - len(self.expanded), dtype=bool)])
         self.boundary = np.concatenate([self.boundary, np.zeros(capacity - len(self.boundary), dtype=np.int32)])
         self.loops = np.concatenate([self.loops, np.zeros((capacity - len(self.loops), 4), dtype=np.uint64)])
         self.loop_classes = np.concatenate([self.loop_classes, np.zeros(capacity - len(self.loop_classes), np.int32)])
         self._owner = np.concatenate([self._owner, np.full(capacity - len(self._owner), -1, dtype=np.int32)])
         self.accept_class = np.concatenate([self.accept_class, np.zeros(capacity - len(self.accept_class), np.int32)])
+
+    def _wide_table(self, capacity: int) -> tuple[np.ndarray, _Memory]:
+        """The 32-bit table that follows a full 16-bit one: reserved up to the limit at once."""
+        return _zero_rows(max(capacity, min(self._limit, _WIDE_STATES)), np.int32)
+
+    def _copy_ahead(self) -> None:
+        """Copy the 16-bit table into the 32-bit one that will replace it, a few rows for each new
+        state, from when three quarters of its rows are used: when it is full, the switch
+        (`_grow`) has little left to copy. Copied at once, 65,536 rows took 46 to 139 ms on the
+        benchmark machine (64 MiB of fresh pages), the longest step of a MaskBench run; spread
+        over the last 16,384 states, it is a quarter of a millisecond per `_COPY_ROWS`."""
+        rows = len(self.table)
+        start = rows - rows // 4
+        if self._n < start or rows >= self._limit or _state_type(2 * rows) == self.table.dtype:
+            return
+        due = min(rows, (self._n - start) * rows // (rows - start))
+        if due < min(self._copied + _COPY_ROWS, rows):
+            return
+        if self._wide is None:
+            self._wide = self._wide_table(2 * rows)
+        table, memory = self._wide
+        table[self._copied : due] = self.table[self._copied : due]
+        self._copied = due
+        memory.rows = max(memory.rows, due)
+
+    def _written(self, start: int, stop: int) -> None:
+        """Rows `start:stop` of the table were written: where they are copied already, copy them again."""
+        if start < self._copied and self._wide is not None:
+            stop = min(stop, self._copied)
+            self._wide[0][start:stop] = self.table[start:stop]
 
     # -- rows -------------------------------------------------------------------------------------
 
@@ -452,6 +494,7 @@ class Lexer:
             else:  # a start state that expects no lexeme: all dead (a pooled table's row is not)
                 row = np.zeros(256, dtype=np.int32)
             self.table[state] = row  # after the row is made: making it may grow the table
+            self._written(state, state + 1)
         self.expanded[states] = True
 
     def _product_row(self, pairs: Pairs) -> np.ndarray:

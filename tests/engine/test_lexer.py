@@ -84,6 +84,49 @@ def test_states_are_the_alive_pairs_of_the_component_dfas(monkeypatch, reserved,
     assert lexer.gather(states, data).tolist() == stepped
 
 
+def test_rows_written_while_the_32_bit_table_fills_reach_it(monkeypatch):
+    """From three quarters full, a 16-bit table is copied into its 32-bit successor a few rows at
+    a time; a row computed after its place was copied is copied again, so that after the switch
+    every row equals that of a lexer that never switched, driven alike."""
+    dfas = [compile_regex(node) for node in LEXEMES]
+    rng = random.Random(1)
+    alphabet = list(b'"019.truea\\x') + list("中".encode())
+    ops = []  # lexemes to start, then bytes to step and gather rows along
+    for _ in range(400):
+        terminals = tuple(sorted(rng.sample(range(len(dfas)), rng.randint(2, len(dfas)))))
+        ops.append((terminals, bytes(rng.choices(alphabet, k=rng.randint(1, 6)))))
+
+    def drive(lexer: Lexer) -> None:
+        for terminals, text in ops:
+            state = lexer.start(terminals)
+            for byte in text:
+                states = np.array([state], dtype=np.int32)
+                state = int(lexer.gather(states, np.array([byte], dtype=np.int32))[0])  # makes the row
+                if not state:
+                    break
+
+    reference = Lexer(dfas.__getitem__, Limits(max_lexer_states=50_000), FOLLOWS)
+    drive(reference)
+    monkeypatch.setattr(lexer_module, "_RESERVED_STATES", 64)
+    monkeypatch.setattr(lexer_module, "_NARROW_STATES", 64)
+    monkeypatch.setattr(lexer_module, "_COPY_ROWS", 2)
+    copied_again = []
+    written = Lexer._written
+
+    def spy(self: Lexer, start: int, stop: int) -> None:
+        copied_again.append(start < self._copied)
+        written(self, start, stop)
+
+    monkeypatch.setattr(Lexer, "_written", spy)
+    lexer = Lexer(dfas.__getitem__, Limits(max_lexer_states=50_000), FOLLOWS)
+    drive(lexer)
+    assert 64 < lexer.n_states == reference.n_states and lexer.table.dtype == np.int32
+    assert any(copied_again)
+    rows = np.flatnonzero(reference.expanded[: reference.n_states])
+    assert lexer.expanded[rows].all()
+    assert np.array_equal(lexer.table[rows], reference.table[rows])
+
+
 def test_masks_are_the_same_with_16_and_32_bit_states(monkeypatch, vocab_llama3):
     """A lexer's table holds 16-bit states up to 65,536 states, and 32-bit ones past them; every
     mask of a walk through JSON and C is the same either way, and across the switch (made here
