@@ -193,6 +193,22 @@ def _failure_table(results: Sequence[SchemaResult], engines: Sequence[str], top:
     return "### Most frequent failures\n\n" + format_table(["engine", "reason", "schemas"], rows)
 
 
+def _longest_table(per: dict[str, list[SchemaResult]], top: int) -> str:
+    """Per engine, the `top` files with the longest step, each with that step: where a bound on
+    one step is missed, and (CPU time beside the wall clock) whether the engine or a pause of the
+    machine took the time. `step` counts from the file's first instance on."""
+    rows: list[list[object]] = []
+    for engine, results in per.items():
+        longest = [(r, int(np.argmax(r.tbm_us))) for r in results if len(r.tbm_us)]
+        longest.sort(key=lambda found: -float(found[0].tbm_us[found[1]]))
+        for r, step in longest[:top]:
+            cpu = float(r.cpu_us[step]) / 1e3 if step < len(r.cpu_us) else None
+            rows.append([engine, r.file, step, float(r.tbm_us[step]) / 1e3, cpu])
+    if not rows:
+        return ""
+    return "### Longest steps\n\n" + format_table(["engine", "file", "step", "ms", "CPU ms"], rows)
+
+
 def _reason(status: str, error: str) -> str:
     """The line of `error` that says what went wrong (a traceback's last, a message's first)."""
     lines = error.strip().splitlines()
@@ -203,7 +219,8 @@ def _reason(status: str, error: str) -> str:
 
 
 def report_maskbench(results: Sequence[SchemaResult], engines: Sequence[str]) -> str:
-    """Counts, TBM and TTFM distributions, and the per-category pass table, as Markdown."""
+    """Counts, TBM and TTFM distributions, the longest steps, and the per-category pass table, as
+    Markdown."""
     per = {e: [r for r in results if r.engine == e] for e in engines}
     count_rows: list[list[object]] = [
         ["schemas", *(len(per[e]) for e in engines)],
@@ -230,6 +247,7 @@ def report_maskbench(results: Sequence[SchemaResult], engines: Sequence[str]) ->
     out.append(_distribution_table("TBM in the thread's CPU time, without the machine's pauses (µs)", cpu, CPU_KEYS))
     out.append(_distribution_table("Mask fill alone (µs)", mask, mask_keys))
     out.append(_distribution_table("TTFM: compile + first mask (ms)", ttfm, TTFM_KEYS))
+    out.append(_longest_table(per, top=5))
 
     categories = sorted({r.category for r in results})
     cat_rows: list[list[object]] = []

@@ -6,6 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from grammask import assets
@@ -98,3 +99,19 @@ def test_report_counts_failures_and_ratios() -> None:
     assert "grammask / llguidance" in report
     # Failure reasons are grouped with names, numbers and pointers blanked.
     assert "| grammask | compile_error: unsupported keyword … " in report
+
+
+def test_report_names_the_files_of_the_longest_steps() -> None:
+    """Each file's longest step, longest first, five per engine, with its CPU time."""
+    results = []
+    for i, longest in enumerate([3.0, 90.0, 12.0, 7.0, 150.0, 40.0]):
+        steps = np.array([1.0, longest * 1000, 2.0], dtype=np.float32)
+        results.append(
+            SchemaResult(f"A---{i}.json", "A", "grammask", "ok", ttfm_ms=1.0, tbm_us=steps, cpu_us=steps / 2)
+        )
+    report = report_maskbench(results, ["grammask"])
+    section = report.split("### Longest steps")[1].split("###")[0]
+    lines = [line for line in section.splitlines() if line.startswith("| grammask")]
+    rows = [[c.strip() for c in line.split("|")[1:-1]] for line in lines]
+    assert [r[1] for r in rows] == ["A---4.json", "A---1.json", "A---5.json", "A---2.json", "A---3.json"]
+    assert rows[0][2:] == ["1", "150", "75"]
