@@ -102,12 +102,10 @@ class Matcher:
         cost six times as much.
         """
         mask = self._mask()
-        width = bitmask.shape[1]
-        if width < len(mask):
-            raise ValueError(f"the bitmask has {width} words a row; this vocabulary needs {len(mask)}")
+        _check_width(bitmask, len(mask))
         host = _on_host(bitmask)
         if host is None:
-            _send_rows(bitmask, row, [mask], len(mask))
+            _send_rows(bitmask, row, [mask])
         else:
             host[row, : len(mask)] = mask
             host[row, len(mask) :] = 0
@@ -252,23 +250,24 @@ class BatchMatcher:
         rows, as in a serving engine's bitmask (a copy per row cost as much again as the
         lookups), and in one transfer to a torch bitmask on another device, not one per row."""
         masks = [None if m is None else m._mask() for m in self.matchers]
-        widths = {len(mask) for mask in masks if mask is not None}
-        if len(widths) != 1 or bitmask.shape[1] < min(widths):  # no grammar, or several vocabularies
-            for row, matcher in enumerate(self.matchers):
-                if matcher is None:
-                    bitmask[row] = -1
-                else:
-                    matcher.fill_bitmask(bitmask, row)
+        if not masks:
             return
+        _check_width(bitmask, max((len(mask) for mask in masks if mask is not None), default=0))
         host = _on_host(bitmask)
         if host is None:
-            _send_rows(bitmask, 0, masks, widths.pop())
+            _send_rows(bitmask, 0, masks)
         else:
-            _write_rows(masks, host[: len(masks)], widths.pop())
+            _write_rows(masks, host[: len(masks)])
 
     def advance(self, token_ids) -> list[bool]:
         """Advance every row with a matcher by its token; rows without one report True."""
         return [m is None or m.advance(int(t)) for m, t in zip(self.matchers, token_ids, strict=False)]
+
+
+def _check_width(bitmask, words: int) -> None:
+    """Raise if a row of `bitmask` is narrower than a mask of `words` words."""
+    if bitmask.shape[1] < words:
+        raise ValueError(f"the bitmask has {bitmask.shape[1]} words a row; this vocabulary needs {words}")
 
 
 def _on_host(bitmask) -> np.ndarray | None:
@@ -279,24 +278,26 @@ def _on_host(bitmask) -> np.ndarray | None:
     return bitmask.numpy() if bitmask.device.type == "cpu" else None
 
 
-def _send_rows(bitmask, first: int, masks: list[np.ndarray | None], width: int) -> None:
+def _send_rows(bitmask, first: int, masks: list[np.ndarray | None]) -> None:
     """`_write_rows` into the rows of a torch bitmask on another device from row `first` on: the
     rows are staged on the host and sent in one transfer."""
     staged = np.empty((len(masks), bitmask.shape[1]), dtype=np.int32)
-    _write_rows(masks, staged, width)
+    _write_rows(masks, staged)
     bitmask[first : first + len(masks)].copy_(sys.modules["torch"].from_numpy(staged), non_blocking=True)
 
 
-def _write_rows(masks: list[np.ndarray | None], out: np.ndarray, width: int) -> None:
-    """Row i of `out`: `masks[i]` (`width` words), then zeros (the padding words of a model's
-    logits); all ones where `masks[i]` is None (a row without a grammar)."""
-    whole = [mask for mask in masks if mask is not None]
-    if out.shape[1] == width and out.flags.c_contiguous and len(whole) == len(masks):
+def _write_rows(masks: list[np.ndarray | None], out: np.ndarray) -> None:
+    """Row i of `out`: `masks[i]`, then zeros (the padding words of a model's logits, or of a
+    smaller vocabulary's row); all ones where `masks[i]` is None (a row without a grammar). One
+    copy where every mask fills its whole row, as in a serving engine's bitmask."""
+    width = out.shape[1]
+    whole = [mask for mask in masks if mask is not None and len(mask) == width]
+    if out.flags.c_contiguous and len(whole) == len(masks):
         np.concatenate(whole, out=out.reshape(-1))
         return
     for row, mask in enumerate(masks):
         if mask is None:
             out[row] = -1
         else:
-            out[row, :width] = mask
-            out[row, width:] = 0
+            out[row, : len(mask)] = mask
+            out[row, len(mask) :] = 0

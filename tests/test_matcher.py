@@ -163,6 +163,18 @@ def test_batch_matcher_vocabularies_of_two_sizes(date_compiled, vocab_llama3, vo
     assert np.array_equal(batch, expected)
 
 
+def test_batch_matcher_refuses_a_narrow_bitmask(date_compiled, vocab_llama3):
+    words = (vocab_llama3.size + 31) // 32
+    rows = [None, date_compiled.matcher()]
+    with pytest.raises(ValueError, match="words a row"):
+        grammask.BatchMatcher(rows).fill_bitmask(np.zeros((2, words - 1), dtype=np.int32))
+    empty = np.full((0, words), 7, dtype=np.int32)
+    grammask.BatchMatcher([]).fill_bitmask(empty)  # no rows: nothing to write
+    only_none = np.full((2, words), 7, dtype=np.int32)
+    grammask.BatchMatcher([None, None]).fill_bitmask(only_none)
+    assert (only_none == -1).all()
+
+
 def test_matchers_in_threads(date_compiled, vocab_llama3):
     ids = tokens_of(vocab_llama3, "202", "4", "-", "12", "-", "31")
     reference = []
