@@ -469,6 +469,12 @@ class Lexer:
                 target = self._steps[key] = self._intern(column)
         return target
 
+    def may_end_before(self, state: int, byte: int) -> bool:
+        """Whether a lexeme that ends in `state` may be followed by one that begins with `byte`
+        (by `follows`, over every context). Where not, text that goes on with `byte` can only stay
+        in the lexemes alive in `state`."""
+        return bool(self.follows.item(self.boundary.item(state), byte))
+
     def gather(self, states: np.ndarray, data: np.ndarray) -> np.ndarray:
         """The successors of `states[i]` on `data[i]`, all at once."""
         self.ensure(states)

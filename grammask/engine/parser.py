@@ -573,8 +573,15 @@ class Parser:
         return self._config(scans, earley_set.accepting)
 
     def step_bytes(self, config: Config, data: bytes) -> Config | None:
-        """The config after `data`, or None if `data` cannot follow."""
-        step, accepts = self.lexer.step, self.lexer.accepts
+        """The config after `data`, or None if `data` cannot follow.
+
+        A lexeme is completed only at the last byte, or where the byte after it can begin a lexeme
+        that may follow it (`Lexer.may_end_before`): anywhere else the completion's scans would die
+        on the next byte. So the digits of a number, or the letters of a word where a word may end
+        after any letter, step the lexer alone, and build and look up no Earley set."""
+        lexer = self.lexer
+        step, accepts, ends_before = lexer.step, lexer.accepts, lexer.may_end_before
+        last = len(data) - 1
         scans: Collection[tuple[EarleySet, int]]
         if len(config.sets) == 1 and data:  # inside one lexeme, as most tokens are: no sets to build
             earley_set, state = config.sets[0], config.states[0]
@@ -582,8 +589,8 @@ class Parser:
                 after = step(state, byte)
                 if not after:
                     return None
-                if accepts(after):  # a lexeme may end at this byte: the loop below goes on from it
-                    data = data[i:]
+                if accepts(after) and (i == last or ends_before(after, data[i + 1])):
+                    data, last = data[i:], last - i  # a lexeme may end here: the loop below goes on
                     break
                 state = after
             else:
@@ -592,7 +599,7 @@ class Parser:
         else:
             scans = config.scans
         accepting = config.accepting
-        for byte in data:
+        for i, byte in enumerate(data):
             # An Earley set can appear with several lexer states: hash-consing may make the sets of
             # two positions one object when they continue alike.
             stepped: set[tuple[EarleySet, int]] = set()
@@ -602,7 +609,7 @@ class Parser:
                 if state:
                     stepped.add((earley_set, state))
                     ended = accepts(state)
-                    if ended:
+                    if ended and (i == last or ends_before(state, data[i + 1])):
                         completions.append((earley_set, ended))
             accepting = False
             if completions:

@@ -121,6 +121,37 @@ def test_stepping_bytes_agrees_with_re_at_once_and_one_by_one(text: str) -> None
     assert (at_once is not None and at_once.accepting) == bool(re.fullmatch("(ab)*abc", text))
 
 
+_LISTS = parser_for(nested_lists())
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text("[]1,2", max_size=14))
+def test_lexemes_completed_only_where_text_may_follow_reach_the_same_config(text: str) -> None:
+    # Bytes stepped at once complete a lexeme only where the next byte may begin a lexeme after it;
+    # one byte at a time, every lexeme that may end is completed. Both reach one config.
+    data = text.encode()
+    at_once = _LISTS.step_bytes(_LISTS.initial, data)
+    one_by_one: Config | None = _LISTS.initial
+    for byte in data:
+        assert one_by_one is not None
+        one_by_one = _LISTS.step_bytes(one_by_one, bytes([byte]))
+        if one_by_one is None:
+            break
+    assert at_once is one_by_one
+
+
+def test_a_lexeme_is_completed_only_where_text_may_go_on_after_it() -> None:
+    # "[", then a number that could end after each digit; but a digit cannot follow a number, so
+    # only the last digit completes it.
+    parser = parser_for(nested_lists())
+    completed = []
+    complete = parser.complete
+    parser.complete = lambda earley_set, terminals: completed.append(terminals) or complete(earley_set, terminals)  # type: ignore[method-assign]
+    after = parser.step_bytes(parser.initial, b"[12345")
+    assert after is not None and len(completed) == 2
+    assert parser.step_bytes(after, b"]") is not None
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(st.tuples(st.integers(0, 5), st.lists(st.integers(-2, 5), max_size=3).map(tuple)), min_size=1, max_size=14)
