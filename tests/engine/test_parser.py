@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grammask.engine.parser import Config, following_lexemes, nullable_nonterminals
+from grammask.engine.parser import Config, Parser, following_lexemes, nullable_nonterminals
 from grammask.engine.recognize import accepts, accepts_prefix, parser_for
 from grammask.errors import GrammarError
 from grammask.ir import regex as rx
@@ -101,6 +101,18 @@ def test_prefix_never_dead_ends():
 
 
 _RUNS = parser_for(Grammar({"root": seq(star(literal("ab")), literal("abc"))}))
+_LISTS = parser_for(nested_lists())
+
+
+def _at_once_and_one_by_one(parser: Parser, data: bytes) -> tuple[Config | None, Config | None]:
+    """The configs after `data` stepped at once and one byte at a time (each byte the last of
+    its text, so every lexeme that may end there is completed)."""
+    one_by_one: Config | None = parser.initial
+    for byte in data:
+        one_by_one = parser.step_bytes(one_by_one, bytes([byte]))
+        if one_by_one is None:
+            break
+    return parser.step_bytes(parser.initial, data), one_by_one
 
 
 @settings(max_examples=300, deadline=None)
@@ -109,34 +121,17 @@ def test_stepping_bytes_agrees_with_re_at_once_and_one_by_one(text: str) -> None
     # Several bytes at once take a shortcut while one lexeme stays alive and none ends ("a" of
     # "ab" and "abc"); they must reach the config (hash-consed: the same object) that the bytes
     # reach one at a time, and accept what Python's `re` does.
-    data = text.encode()
-    at_once = _RUNS.step_bytes(_RUNS.initial, data)
-    one_by_one: Config | None = _RUNS.initial
-    for byte in data:
-        assert one_by_one is not None
-        one_by_one = _RUNS.step_bytes(one_by_one, bytes([byte]))
-        if one_by_one is None:
-            break
+    at_once, one_by_one = _at_once_and_one_by_one(_RUNS, text.encode())
     assert at_once is one_by_one
     assert (at_once is not None and at_once.accepting) == bool(re.fullmatch("(ab)*abc", text))
-
-
-_LISTS = parser_for(nested_lists())
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.text("[]1,2", max_size=14))
 def test_lexemes_completed_only_where_text_may_follow_reach_the_same_config(text: str) -> None:
-    # Bytes stepped at once complete a lexeme only where the next byte may begin a lexeme after it;
-    # one byte at a time, every lexeme that may end is completed. Both reach one config.
-    data = text.encode()
-    at_once = _LISTS.step_bytes(_LISTS.initial, data)
-    one_by_one: Config | None = _LISTS.initial
-    for byte in data:
-        assert one_by_one is not None
-        one_by_one = _LISTS.step_bytes(one_by_one, bytes([byte]))
-        if one_by_one is None:
-            break
+    # Bytes stepped at once complete a lexeme only where the next byte may begin a lexeme after
+    # it; one byte at a time, every lexeme that may end is completed. Both reach one config.
+    at_once, one_by_one = _at_once_and_one_by_one(_LISTS, text.encode())
     assert at_once is one_by_one
 
 
