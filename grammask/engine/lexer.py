@@ -473,8 +473,7 @@ class Lexer:
         """Whether a lexeme that ends in `state` may be followed by one that begins with `byte`
         (by `follows`, over every context). Where not, text that goes on with `byte` can only stay
         in the lexemes alive in `state`."""
-        row = self.boundary.item(state)  # before `follows`, which another thread may extend meanwhile
-        return bool(self.follows.item(row, byte))
+        return bool(self.follows.item(self.boundary.item(state), byte))
 
     def gather(self, states: np.ndarray, data: np.ndarray) -> np.ndarray:
         """The successors of `states[i]` on `data[i]`, all at once."""
