@@ -860,8 +860,7 @@ class MaskComputer:
                 if i == len(data):
                     ok = True
                     break
-                row = lexer.boundary[state]
-                if row and lexer.follows[row, data[i]]:
+                if lexer.may_end_before(state, data[i]):
                     made = parser.complete(earley_set, lexer.accepts(state))
                     deeper = min(level + 1, _SHARED_LEVEL) if level else 0
                     made = parser.abstract(made) if deeper >= _SHARED_LEVEL else made
