@@ -20,6 +20,7 @@ from grammask.jit import AVAILABLE, jit
 
 __all__ = [
     "AVAILABLE",
+    "RECORD",
     "cross_tokens",
     "lay_block",
     "set_bits",
@@ -29,6 +30,12 @@ __all__ = [
     "walk_trie",
     "warm_up",
 ]
+
+
+#: The layout of `tables.Preorder.record`: per field, its shift and its width in bits.
+RECORD = {"byte": (0, 8), "classes": (8, 16), "depth": (24, 12), "size": (36, 27)}
+_CLASSES, _DEPTH, _SIZE = RECORD["classes"][0], RECORD["depth"][0], RECORD["size"][0]
+_CLASS_BITS, _DEPTH_BITS = (1 << RECORD["classes"][1]) - 1, (1 << RECORD["depth"][1]) - 1
 
 
 def _walk_trie(
@@ -41,14 +48,12 @@ def _walk_trie(
     loops: np.ndarray,
     loop_classes: np.ndarray,
     node: np.ndarray,
-    edge: np.ndarray,
-    depth: np.ndarray,
-    end: np.ndarray,
+    record: np.ndarray,
+    token_at: np.ndarray,
     end_lo: np.ndarray,
     end_hi: np.ndarray,
     below_hi: np.ndarray,
     below_bytes: np.ndarray,
-    below_classes: np.ndarray,
     root_children: np.ndarray,
     root_bytes: np.ndarray,
     sorted_tokens: np.ndarray,
@@ -70,15 +75,15 @@ def _walk_trie(
     state steps to itself on every byte below a position (`Lexer.loops` covers `below_bytes`) and
     ends no lexeme that text can follow, every token of the subtree is alive and none of its nodes
     is a split: the subtree is taken whole (inside `[a-z]+`, most of a vocabulary's words). The
-    test reads `loop_classes` against `below_classes` first, which most subtrees fail without
-    reading the sets. A state's loop set and classes are computed from its row the first time
-    they are asked for, then kept: the set's words are written before the classes. `stack` is
-    work space (the lexer state at each depth of the current path), as long as the deepest token.
-    Returns the new number of split nodes and the number of pending positions."""
+    test reads `loop_classes` against the record's classes first, which most subtrees fail
+    without reading the sets. A state's loop set and classes are computed from its row the first
+    time they are asked for, then kept: the set's words are written before the classes. `stack`
+    is work space (the lexer state at each depth of the current path), as long as the deepest
+    token. Returns the new number of split nodes and the number of pending positions."""
     n_pending = 0
     for f in range(len(frontier)):
         top, start = frontier[f], frontier_state[f]
-        stack[depth[top]] = start
+        stack[(record[top] >> _DEPTH) & _DEPTH_BITS] = start
         # Below the root, from its list of children: they lie far apart in preorder, and a walk
         # inside a lexeme reads a few of them. Below any other position, all of it in one run.
         runs = len(root_children) if top == 0 else 1
@@ -87,18 +92,24 @@ def _walk_trie(
                 if table[start, root_bytes[run]] == 0:
                     continue
                 at = root_children[run]
-                stop = end[at]
+                stop = at + (record[at] >> _SIZE)
             else:
-                at, stop = top + 1, end[top]
+                at, stop = top + 1, top + (record[top] >> _SIZE)
             while at < stop:
-                after = table[stack[depth[at] - 1], edge[at]]
-                skip = end[at]  # the next position outside the subtree
+                packed = record[at]
+                depth = (packed >> _DEPTH) & _DEPTH_BITS
+                after = table[stack[depth - 1], packed & 0xFF]
+                skip = at + (packed >> _SIZE)  # the next position outside the subtree
                 if after == 0:
                     at = skip
                     continue
-                for k in range(end_lo[at], end_hi[at]):
-                    token = sorted_tokens[k]
+                token = token_at[at]
+                if token >= 0:
                     alive[token >> 5] |= np.uint32(1) << np.uint32(token & 31)
+                elif token == -2:  # several tokens with these bytes
+                    for k in range(end_lo[at], end_hi[at]):
+                        token = sorted_tokens[k]
+                        alive[token >> 5] |= np.uint32(1) << np.uint32(token & 31)
                 if skip == at + 1:  # a leaf
                     at = skip
                     continue
@@ -113,7 +124,7 @@ def _walk_trie(
                                 classes |= 1 << (byte >> 4)
                         loop_classes[after] = classes
                     if (
-                        below_classes[at] & ~classes == 0
+                        (packed >> _CLASSES) & _CLASS_BITS & ~classes == 0
                         and below_bytes[at, 0] & ~loops[after, 0] == 0
                         and below_bytes[at, 1] & ~loops[after, 1] == 0
                         and below_bytes[at, 2] & ~loops[after, 2] == 0
@@ -127,14 +138,15 @@ def _walk_trie(
                 if row != 0:
                     child = at + 1
                     while child < skip:
-                        if follows[row, edge[child]]:
+                        below = record[child]
+                        if follows[row, below & 0xFF]:
                             split_nodes[n_split] = node[at]
                             split_states[n_split] = after
                             n_split += 1
                             break
-                        child = end[child]
+                        child += below >> _SIZE
                 if expanded[after]:
-                    stack[depth[at]] = after
+                    stack[depth] = after
                     at += 1
                 else:
                     pending[n_pending] = at
@@ -391,9 +403,8 @@ def warm_up() -> None:
     for state in (np.uint16, np.int32):
         walk_trie(
             one, int32, np.zeros((2, 256), dtype=state), np.ones(2, dtype=bool), boundary, follows,
-            np.zeros((2, 4), dtype=np.uint64), np.zeros(2, dtype=np.int32), one, np.zeros(1, dtype=np.uint8), int32,
-            int32, int32, int32, int32, np.zeros((1, 4), dtype=np.uint64), int32, int32, np.zeros(1, dtype=np.uint8),
-            tokens, np.zeros(1, dtype=np.uint32),
+            np.zeros((2, 4), dtype=np.uint64), np.zeros(2, dtype=np.int32), one, one, int32, int32, int32, int32,
+            np.zeros((1, 4), dtype=np.uint64), int32, np.zeros(1, dtype=np.uint8), tokens, np.zeros(1, dtype=np.uint32),
             *space[:2], 0, *space[2:],
         )  # fmt: skip
     data = np.zeros(1, dtype=np.uint8)

@@ -647,9 +647,9 @@ class MaskComputer:
             with lexer.lock:  # no thread writes the lexer while the kernel reads it (`Lexer._grow`)
                 count, n_pending = kernels.walk_trie(
                     frontier, frontier_state, lexer.table, lexer.expanded, lexer.boundary, lexer.follows,
-                    lexer.loops, lexer.loop_classes, pre.node, pre.byte, pre.depth, pre.end, pre.end_lo,
-                    pre.end_hi, pre.below_hi, pre.below_bytes, pre.below_classes, pre.root_children, pre.root_bytes,
-                    trie.sorted_tokens, alive, split_nodes, split_states, count, pending, pending_state, stack,
+                    lexer.loops, lexer.loop_classes, pre.node, pre.record, pre.token, pre.end_lo, pre.end_hi,
+                    pre.below_hi, pre.below_bytes, pre.root_children, pre.root_bytes, trie.sorted_tokens, alive,
+                    split_nodes, split_states, count, pending, pending_state, stack,
                 )  # fmt: skip
             if not n_pending:
                 break

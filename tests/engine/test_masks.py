@@ -438,6 +438,18 @@ def test_compiled_walk_takes_subtrees_its_state_loops_on_whole(vocab_llama3):
 
 
 @pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
+@pytest.mark.parametrize("prefix", [b"", b"a", b"ab"])
+def test_compiled_walk_allows_every_token_with_the_same_bytes(prefix):
+    """Tokens with the same bytes end at one trie node (`Preorder.token` is -2 there): the walk
+    allows all of them, inside a lexeme and across a boundary alike."""
+    pieces = [b"a", b"ab", b"ab", b"abab", b"b", b"b", b"ba", b"c", b"c", b"</s>"]
+    vocab = grammask.Vocabulary(pieces, special_ids=[9], eos_ids=[9])
+    compiled = CompiledGrammar(Grammar.from_ebnf('root ::= ("ab")+ "c"?'), vocab)
+    assert (compiled.masks.tables.index.preorder.token == -2).sum() == 3
+    assert_mask_is_brute_force(compiled, prefix)
+
+
+@pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
 @pytest.mark.parametrize("grammar_name", ["json", "gbnf_c", "unicode", "email"])
 def test_compiled_walk_equals_numpy_walk(vocab_llama3, grammar_name):
     compiled = grammask.compile(grammars()[grammar_name], vocab_llama3)
