@@ -108,9 +108,10 @@ class TrieIndex:
 @dataclass(frozen=True)
 class Preorder:
     """A token trie's nodes in preorder (the order of their prefixes), for the compiled walk: a
-    subtree is the run of positions `p + 1 .. end[p]`, so the walk reads every array front to
-    back, skips a dead subtree with one jump, and keeps only the lexer state of each depth of the
-    current path. Positions here; `node` maps them back to the trie's (breadth-first) nodes.
+    node and its subtree are a run of positions (as many as the record's size), so the walk reads
+    every array front to back, skips a dead subtree with one jump, and keeps only the lexer state
+    of each depth of the current path. Positions here; `node` maps them back to the trie's
+    (breadth-first) nodes.
 
     What the walk reads at every position is packed into one int64, `record` (`kernels.RECORD`
     gives the layout): the edge's byte, the classes of the bytes below, the depth and the size
