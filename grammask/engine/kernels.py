@@ -32,10 +32,11 @@ __all__ = [
 ]
 
 
-#: The layout of `tables.Preorder.record`: per field, its shift and its width in bits.
+#: The layout of `tables.Preorder.record`: per field, its shift and its width in bits. The walk
+#: reads the byte as the lowest bits (no shift) and the size as the highest (no mask).
 RECORD = {"byte": (0, 8), "classes": (8, 16), "depth": (24, 12), "size": (36, 27)}
 _CLASSES, _DEPTH, _SIZE = RECORD["classes"][0], RECORD["depth"][0], RECORD["size"][0]
-_CLASS_BITS, _DEPTH_BITS = (1 << RECORD["classes"][1]) - 1, (1 << RECORD["depth"][1]) - 1
+_BYTE_BITS, _CLASS_BITS, _DEPTH_BITS = ((1 << RECORD[name][1]) - 1 for name in ("byte", "classes", "depth"))
 
 
 def _walk_trie(
@@ -98,7 +99,7 @@ def _walk_trie(
             while at < stop:
                 packed = record[at]
                 depth = (packed >> _DEPTH) & _DEPTH_BITS
-                after = table[stack[depth - 1], packed & 0xFF]
+                after = table[stack[depth - 1], packed & _BYTE_BITS]
                 skip = at + (packed >> _SIZE)  # the next position outside the subtree
                 if after == 0:
                     at = skip
@@ -139,7 +140,7 @@ def _walk_trie(
                     child = at + 1
                     while child < skip:
                         below = record[child]
-                        if follows[row, below & 0xFF]:
+                        if follows[row, below & _BYTE_BITS]:
                             split_nodes[n_split] = node[at]
                             split_states[n_split] = after
                             n_split += 1
