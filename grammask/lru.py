@@ -54,8 +54,9 @@ class LRUCache:
         # Sizes apart from values: a (value, size) pair per entry would be one more object for the
         # garbage collector to scan, and caches hold tens of thousands of entries.
         self._sizes: dict[Hashable, int] = {}
-        #: per entry with shared arrays: their ids and sizes; per such array: how many entries hold it
-        self._shares: dict[Hashable, tuple[tuple[int, int], ...]] = {}
+        #: per entry with shared arrays: the arrays (which its value holds anyway); per such array,
+        #: by id: how many entries hold it
+        self._shares: dict[Hashable, tuple[Any, ...]] = {}
         self._held: dict[int, int] = {}
         self._bytes = 0
         self._lock = threading.Lock()
@@ -94,15 +95,13 @@ class LRUCache:
             total = self._bytes + nbytes
             if shared:
                 held = self._held
-                arrays = []
                 for array in shared:
-                    array_id, size = id(array), array.nbytes
-                    arrays.append((array_id, size))
+                    array_id = id(array)
                     count = held.get(array_id, 0)
                     held[array_id] = count + 1
                     if not count:
-                        total += size
-                self._shares[key] = tuple(arrays)
+                        total += array.nbytes
+                self._shares[key] = tuple(shared)
             self._bytes = total
             while self._bytes > self.budget and len(data) > 1:
                 # One call takes the oldest entry: an iterator over the dict would fail if a
@@ -115,12 +114,13 @@ class LRUCache:
     def _forget(self, key: Hashable) -> None:
         """Drop the bookkeeping of an entry taken out of `_data`."""
         self._bytes -= self._sizes.pop(key)
-        for array_id, size in self._shares.pop(key, ()):
+        for array in self._shares.pop(key, ()):
+            array_id = id(array)
             held = self._held.pop(array_id) - 1
             if held:
                 self._held[array_id] = held
             else:
-                self._bytes -= size
+                self._bytes -= array.nbytes
 
     def clear(self) -> None:
         with self._lock:
