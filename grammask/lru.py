@@ -101,7 +101,7 @@ class LRUCache:
                     held[array_id] = count + 1
                     if not count:
                         total += array.nbytes
-                self._shares[key] = tuple(shared)
+                self._shares[key] = shared
             self._bytes = total
             while self._bytes > self.budget and len(data) > 1:
                 # One call takes the oldest entry: an iterator over the dict would fail if a
