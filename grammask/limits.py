@@ -20,8 +20,9 @@ __all__ = ["DEFAULT_LIMITS", "Limits", "check_deadline", "deadline"]
 
 @dataclass(frozen=True)
 class Limits:
-    #: States of one DFA (one lexeme, or one lexer over several lexemes). A DFA costs about
-    #: 1 KiB per state (a 256-entry int32 row) plus its token-mask cache when it is reached.
+    #: States of one DFA (one lexeme, or one lexer over several lexemes). A DFA costs 512 bytes
+    #: per state (a 256-entry row of 16-bit states; 1 KiB past 65,536 states) plus its token-mask
+    #: cache when it is reached.
     max_dfa_states: int = 20_000
     #: Regex syntax-tree size after expanding bounded repeats (`a{1000}` counts 1000).
     max_regex_size: int = 200_000

@@ -43,7 +43,7 @@ import numpy as np
 from grammask.automata.alphabet import alphabet_of
 from grammask.automata.concat import concat_dfas
 from grammask.automata.determinise import determinise
-from grammask.automata.dfa import START, ByteDFA, Chain
+from grammask.automata.dfa import START, ByteDFA, Chain, state_type
 from grammask.automata.expand import expand_utf8
 from grammask.automata.minimise import minimise
 from grammask.automata.nfa import CharDFA, NFABuilder
@@ -109,7 +109,7 @@ def _is_ascii(node: rx.RegexNode) -> bool:
 
 def _ascii_chain(classes: Sequence[rx.RegexNode]) -> ByteDFA:
     """One character of each ASCII class in turn: a chain of states, nothing to determinise."""
-    transitions = np.zeros((len(classes) + 2, 256), dtype=np.int32)
+    transitions = np.zeros((len(classes) + 2, 256), dtype=state_type(len(classes) + 2))
     for i, node in enumerate(classes, start=START):
         assert isinstance(node, rx.CharClass)
         for lo, hi in node.ranges:

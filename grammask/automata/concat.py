@@ -24,7 +24,7 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 
 from grammask import jit
-from grammask.automata.dfa import DEAD, START, ByteDFA, Joined
+from grammask.automata.dfa import DEAD, START, ByteDFA, Joined, state_type
 
 __all__ = ["concat_dfas", "warm_up"]
 
@@ -39,8 +39,9 @@ def concat_dfas(parts: Sequence[ByteDFA], max_states: int, after: Sequence[Hasha
     if not parts:
         return None
     layout = np.zeros((2, len(parts)), dtype=np.int64)  # per part: its first row, its first state kept
+    total = sum(part.n_states for part in parts)  # the joined DFA has at most as many states
     if jit.AVAILABLE:
-        table = np.concatenate([part.transitions for part in parts])
+        table = np.concatenate([part.transitions for part in parts], dtype=state_type(total))
         accepting = np.concatenate([part.accepting for part in parts])
         offsets = np.zeros(len(parts) + 1, dtype=np.int64)
         offsets[1:] = [part.n_states for part in parts]
@@ -64,7 +65,8 @@ def _join_numpy(parts: Sequence[ByteDFA], max_states: int, layout: np.ndarray) -
     if any(part.accepting_states.size == 0 for part in parts):
         return None
     # Room for every part's states; the joined automaton may use fewer (merged or dropped starts).
-    table = np.zeros((sum(part.n_states for part in parts), 256), dtype=np.int32)
+    total = sum(part.n_states for part in parts)
+    table = np.zeros((total, 256), dtype=state_type(total))
     accepting = np.zeros(len(table), dtype=bool)
     size = parts[0].n_states
     table[:size] = parts[0].transitions
@@ -89,7 +91,7 @@ def _join_numpy(parts: Sequence[ByteDFA], max_states: int, layout: np.ndarray) -
         if size + n - kept > max_states:
             return None
         layout[:, index] = size, kept
-        new_id = np.arange(shift, shift + n, dtype=np.int32)
+        new_id = np.arange(shift, shift + n, dtype=table.dtype)
         new_id[DEAD], new_id[START] = DEAD, start
         new_id.take(part.transitions[kept:], out=table[size : size + n - kept])
         accepting[size : size + n - kept] = part.accepting[kept:]
@@ -178,7 +180,7 @@ def _join(table: np.ndarray, accepting: np.ndarray, offsets: np.ndarray, max_sta
 def warm_up() -> None:
     """Compile `_join` now (or load it from numba's cache) for the argument types real joins pass."""
     if jit.AVAILABLE:
-        transitions = np.zeros((3, 256), dtype=np.int32)
+        transitions = np.zeros((3, 256), dtype=state_type(3))
         transitions[START, ord("a")] = 2
         letter = ByteDFA(transitions, np.array([False, False, True]))
         concat_dfas([letter, letter], 10)

@@ -18,7 +18,7 @@ from operator import itemgetter
 
 import numpy as np
 
-from grammask.automata.dfa import ByteDFA
+from grammask.automata.dfa import ByteDFA, state_type
 from grammask.automata.utf8 import utf8_sequences
 
 __all__ = ["expand_utf8"]
@@ -111,21 +111,23 @@ class _Ranger:
 
 
 def _fill(states: list[_State]) -> np.ndarray:
-    """int32 [n, 256] transition table: each range's target written as a step of a running sum,
-    summed in place (one allocation: a fresh array costs more in page faults than the sum)."""
+    """[n, 256] transition table (`state_type`): each range's target written as a step of a
+    running sum, summed in place (one allocation: a fresh array costs more in page faults than the
+    sum). With 16 bits the steps down wrap around, and the sums come back to the targets."""
     n = len(states)
     counts = [len(children) for _, children in states]
     bounds = np.fromiter(
         chain.from_iterable(chain.from_iterable(ranges for ranges, _ in states)), dtype=np.int64
     ).reshape(-1, 2)
-    targets = np.fromiter(chain.from_iterable(children for _, children in states), dtype=np.int32)
+    kind = state_type(n)
+    targets = np.fromiter(chain.from_iterable(children for _, children in states), dtype=kind)
     starts = np.repeat(np.arange(0, n * 256, 256, dtype=np.int64), counts)
-    table = np.zeros((n, 256), dtype=np.int32)
+    table = np.zeros((n, 256), dtype=kind)
     flat = table.reshape(-1)
     flat[starts + bounds[:, 0]] = targets
     inside = bounds[:, 1] < 255  # ends are distinct, though one may meet a start
     flat[starts[inside] + bounds[inside, 1] + 1] -= targets[inside]
-    np.cumsum(table, axis=1, out=table)
+    np.cumsum(table, axis=1, dtype=kind, out=table)
     return table
 
 

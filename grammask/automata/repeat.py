@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grammask.automata.dfa import DEAD, START, ByteDFA
+from grammask.automata.dfa import DEAD, START, ByteDFA, state_type
 
 __all__ = ["chain_dfa", "optional_dfa", "plus_dfa"]
 
@@ -42,13 +42,14 @@ def chain_dfa(item: ByteDFA, lo: int, hi: int | None, max_states: int) -> ByteDF
     if n > max_states:
         return None
     # Where each of the item's states lands in copy 0; copy i adds i * width to every live target.
-    place = np.zeros(item.n_states, dtype=np.int32)
+    kind = state_type(n)
+    place = np.zeros(item.n_states, dtype=kind)
     place[START], place[end] = START, START + width
-    place[others] = np.arange(START + 1, START + width, dtype=np.int32)
+    place[others] = np.arange(START + 1, START + width, dtype=kind)
     rows = item.transitions[[START, *others]]
-    table = np.zeros((n, 256), dtype=np.int32)
+    table = np.zeros((n, 256), dtype=kind)
     laid = table[START : n - 1].reshape(copies, width, 256)  # written in place: no temporaries
-    np.multiply(np.arange(0, copies * width, width, dtype=np.int32)[:, None, None], rows != 0, out=laid)
+    np.multiply(np.arange(0, copies * width, width, dtype=kind)[:, None, None], rows != 0, out=laid)
     laid += place[rows]
     accepting = np.zeros(n, dtype=bool)
     if hi is None and lo == 0:  # one copy whose end is its start: drop the end's row
@@ -74,9 +75,10 @@ def optional_dfa(item: ByteDFA, max_states: int) -> ByteDFA | None:
         return ByteDFA(item.transitions, accepting)
     if item.n_states + 1 > max_states:
         return None
-    moved = np.arange(1, item.n_states + 1, dtype=np.int32)  # state s becomes s + 1
+    kind = state_type(item.n_states + 1)
+    moved = np.arange(1, item.n_states + 1, dtype=kind)  # state s becomes s + 1
     moved[DEAD] = DEAD
-    table = np.zeros((item.n_states + 1, 256), dtype=np.int32)
+    table = np.zeros((item.n_states + 1, 256), dtype=kind)
     moved.take(item.transitions[START:], out=table[START + 1 :])
     table[START] = table[START + 1]
     accepting = np.concatenate(([False, True], item.accepting[START:]))

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from grammask.automata.dfa import START, ByteDFA
+from grammask.automata.dfa import START, ByteDFA, state_type
 
 __all__ = ["subtract_dfas", "subtract_words"]
 
@@ -74,17 +74,18 @@ def subtract_dfas(left: ByteDFA, right: ByteDFA, max_states: int) -> ByteDFA | N
             break
         live[source[grown]] = True
     if not live[0]:
-        return ByteDFA(np.zeros((2, 256), dtype=np.int32), np.zeros(2, dtype=bool))
+        return ByteDFA(np.zeros((2, 256), dtype=state_type(2)), np.zeros(2, dtype=bool))
     # States: 0 dead, the live pairs from 1, then the left states the pairs fall into, and what
     # those reach, in left's order.
     kept_pairs = np.flatnonzero(live)
     paired = paired[kept_pairs]
     entries = np.unique(-paired[(paired < 0) & (paired > -n_left)])
     kept_left = np.array(sorted(_reached(left.successors, entries.tolist())), dtype=np.int64)
-    new_id = np.zeros(n_left + len(ids), dtype=np.int32)  # by left state, then by pair + n_left
-    new_id[kept_left] = np.arange(1 + len(kept_pairs), 1 + len(kept_pairs) + len(kept_left), dtype=np.int32)
-    new_id[n_left + kept_pairs] = np.arange(1, 1 + len(kept_pairs), dtype=np.int32)
-    table = np.zeros((1 + len(kept_pairs) + len(kept_left), 256), dtype=np.int32)
+    n = 1 + len(kept_pairs) + len(kept_left)
+    new_id = np.zeros(n_left + len(ids), dtype=state_type(n))  # by left state, then by pair + n_left
+    new_id[kept_left] = np.arange(1 + len(kept_pairs), n, dtype=new_id.dtype)
+    new_id[n_left + kept_pairs] = np.arange(1, 1 + len(kept_pairs), dtype=new_id.dtype)
+    table = np.zeros((n, 256), dtype=new_id.dtype)
     table[1 : 1 + len(kept_pairs)] = new_id[-paired]
     table[1 + len(kept_pairs) :] = new_id[lt[kept_left]]
     accepting = np.concatenate(([False], accepts[kept_pairs], la[kept_left]))
@@ -154,7 +155,7 @@ def subtract_words(left: ByteDFA, words: Iterable[bytes], max_states: int) -> By
             kind[node] = None
     start = kind[0]
     if start is None:
-        return ByteDFA(np.zeros((2, 256), dtype=np.int32), np.zeros(2, dtype=bool))
+        return ByteDFA(np.zeros((2, 256), dtype=state_type(2)), np.zeros(2, dtype=bool))
     if start[0] == "left":  # no word is in left: nothing to take out
         return left
     # States: 0 dead, the behaviours from 1 (the root's first: the start), then the states of left
@@ -162,7 +163,7 @@ def subtract_words(left: ByteDFA, words: Iterable[bytes], max_states: int) -> By
     # and behaviours as -(their number) until left's states are numbered.
     made = sorted(behaviours.items(), key=lambda item: item[1] != start[1])
     number_of = {n: i for i, (_, n) in enumerate(made, start=1)}
-    paired = lt[[q for (q, _, _), _ in made]]
+    paired = lt[[q for (q, _, _), _ in made]].astype(np.int64)  # (behaviours go in as negative numbers)
     edges = [
         (i, byte, 0 if to is None else -number_of[to[1]] if to[0] == "pair" else to[1])
         for i, ((_, _, moves), _) in enumerate(made)
@@ -177,9 +178,10 @@ def subtract_words(left: ByteDFA, words: Iterable[bytes], max_states: int) -> By
     kept_left = np.array(sorted(_reached(left.successors, entries)), dtype=np.int64)
     if 1 + len(made) + len(kept_left) > max_states:
         return None
-    new_id = np.zeros(left.n_states, dtype=np.int32)
-    new_id[kept_left] = np.arange(1 + len(made), 1 + len(made) + len(kept_left), dtype=np.int32)
-    table = np.zeros((1 + len(made) + len(kept_left), 256), dtype=np.int32)
+    n = 1 + len(made) + len(kept_left)
+    new_id = np.zeros(left.n_states, dtype=state_type(n))
+    new_id[kept_left] = np.arange(1 + len(made), n, dtype=new_id.dtype)
+    table = np.zeros((n, 256), dtype=new_id.dtype)
     table[1 : 1 + len(made)] = np.where(paired >= 0, new_id[np.maximum(paired, 0)], -paired)
     table[1 + len(made) :] = new_id[lt[kept_left]]
     accepting = [False] + [accepts for (_, accepts, _), _ in made]

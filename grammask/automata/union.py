@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from grammask.automata.dfa import START, ByteDFA, Either
+from grammask.automata.dfa import START, ByteDFA, Either, state_type
 
 __all__ = ["union_dfas"]
 
@@ -58,12 +58,12 @@ def union_dfas(parts: Sequence[ByteDFA], max_states: int) -> ByteDFA | None:
     if size > max_states:
         return None
     end = START + 1
-    table = np.zeros((size, 256), dtype=np.int32)
+    table = np.zeros((size, 256), dtype=state_type(size))
     union_accepting = np.zeros(size, dtype=bool)
     union_accepting[end] = shares_end
     for part, rows, ends, at in zip(parts, all_rows, all_ends, first_rows[:-1].tolist(), strict=True):
-        new_id = np.zeros(part.n_states, dtype=np.int32)
-        new_id[rows] = np.arange(at, at + len(rows), dtype=np.int32)
+        new_id = np.zeros(part.n_states, dtype=table.dtype)
+        new_id[rows] = np.arange(at, at + len(rows), dtype=table.dtype)
         new_id[ends] = end
         table[at : at + len(rows)] = new_id[part.transitions[rows]]
         union_accepting[at : at + len(rows)] = part.accepting[rows]

@@ -396,9 +396,9 @@ def warm_up() -> None:
     space = walk_space(1)
     set_bits(np.zeros(1, dtype=np.uint32), one)
     for state in (np.uint16, np.int32):  # a lexer's table (16-bit states under the default limit)
-        for writeable in (True, False):  # DFAs from the process-wide cache are read-only
-            source = np.zeros((2, 256), dtype=np.int32)
-            source.flags.writeable = writeable
+        for dfa_state in (np.uint16, np.int32):  # a DFA's (`state_type`: likewise)
+            source = np.zeros((2, 256), dtype=dfa_state)
+            source.flags.writeable = False  # as a `ByteDFA`'s table is
             lay_block(np.zeros((2, 256), dtype=state), 0, source)
     int32 = np.ones(1, dtype=np.int32)
     for state in (np.uint16, np.int32):
@@ -414,8 +414,8 @@ def warm_up() -> None:
     lengths.flags.writeable = False
     starts = np.zeros(1, dtype=np.int64)
     starts.flags.writeable = False
-    slice_table = np.zeros((2, 256), dtype=np.int32)
-    slice_table.flags.writeable = False  # a `ByteDFA`'s table, as every real call passes
+    slice_table = np.zeros((2, 256), dtype=np.uint16)
+    slice_table.flags.writeable = False  # a small `ByteDFA`'s table, as every real call passes
     for state in (np.uint16, np.int32):
         slice_depth(
             1, 1, slice_table, np.zeros((2, 256), dtype=state), np.ones(2, dtype=bool), 4, np.zeros(4, dtype=np.int64)
