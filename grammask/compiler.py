@@ -18,6 +18,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Iterable
 
+from grammask.collector import paused
 from grammask.engine.masks import MaskComputer
 from grammask.engine.parser import Parser
 from grammask.errors import GrammarError
@@ -43,7 +44,7 @@ class CompiledGrammar:
         self.limits = limits
         #: What a lenient front-end dropped (e.g. an unenforceable JSON Schema keyword).
         self.warnings: list[str] = list(grammar.warnings)
-        with deadline(limits):
+        with paused(), deadline(limits):  # (see `grammask.collector`)
             bnf = normalise(grammar, limits)
             self.cache = LRUCache(limits.max_cache_bytes)
             self.parser = Parser(bnf, _token_ids(bnf, vocab), limits, self.cache)
