@@ -59,9 +59,9 @@ from grammask.lru import LRUCache
 __all__ = ["compile_regex"]
 
 #: Bytes of DFA tables the process-wide cache of compiled lexemes keeps. The median lexeme's
-#: table is about 100 KiB, and a string of up to 128 characters takes 3 MiB: over every 5th
-#: MaskBench file, building DFAs again after they were evicted took 5.4 s of 69 s of compiles
-#: with 64 MiB, 2.8 s of 65 s with 128 MiB.
+#: table is about 50 KiB (16-bit states), and a string of up to 128 characters takes 1.5 MiB: over
+#: every 5th MaskBench file, with tables twice as large, building DFAs again after they were
+#: evicted took 5.4 s of 69 s of compiles with 64 MiB, 2.8 s of 65 s with 128 MiB.
 _CACHE_BYTES = 128 * 2**20
 
 #: The unminimised subset automaton may exceed the state limit by this factor before compilation
