@@ -15,7 +15,7 @@ ROOT = Path(grammask.__file__).parent
 ALLOWED = {
     "ir": {"errors", "limits"},
     "frontends": {"errors", "limits", "ir"},
-    "automata": {"errors", "limits", "lru", "jit", "ir"},
+    "automata": {"errors", "limits", "lru", "jit", "collector", "ir"},
     "vocab": {"errors"},
     "engine": {"errors", "limits", "lru", "jit", "ir", "automata", "vocab"},
     "processors": {"errors", "bitmask", "compiler", "matcher"},
