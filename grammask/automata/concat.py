@@ -39,8 +39,8 @@ def concat_dfas(parts: Sequence[ByteDFA], max_states: int, after: Sequence[Hasha
     if not parts:
         return None
     layout = np.zeros((2, len(parts)), dtype=np.int64)  # per part: its first row, its first state kept
-    total = sum(part.n_states for part in parts)  # the joined DFA has at most as many states
     if jit.AVAILABLE:
+        total = sum(part.n_states for part in parts)  # the joined DFA has at most as many states
         table = np.concatenate([part.transitions for part in parts], dtype=state_type(total))
         accepting = np.concatenate([part.accepting for part in parts])
         offsets = np.zeros(len(parts) + 1, dtype=np.int64)

@@ -23,22 +23,22 @@ from itertools import count
 
 import numpy as np
 
-__all__ = ["DEAD", "START", "ByteDFA", "Chain", "Either", "Joined", "state_type"]
+__all__ = ["DEAD", "NARROW_STATES", "START", "ByteDFA", "Chain", "Either", "Joined", "state_type"]
 
 DEAD = 0
 START = 1
 
 #: States that a 16-bit table can number.
-_NARROW_STATES = 1 << 16
+NARROW_STATES = 1 << 16
 
 
-def state_type(n_states: int) -> type[np.unsignedinteger] | type[np.signedinteger]:
-    """The type of the entries of a `ByteDFA`'s table of `n_states` states: 16 bits where they
-    fit, as they do for every DFA under the default `Limits.max_dfa_states`. A table is 256
-    entries a state, and building a lexeme's automaton is mostly moving tables (`concat_dfas`
-    joins a median MaskBench member's lexeme from a hundred rows): half the bytes took 7% off
-    the median MaskBench schema's compile."""
-    return np.uint16 if n_states <= _NARROW_STATES else np.int32
+def state_type(n_states: int, narrow: int = NARROW_STATES) -> type[np.unsignedinteger] | type[np.signedinteger]:
+    """The type of the entries of a table of `n_states` states (a `ByteDFA`'s, a lexer's): 16 bits
+    up to `narrow` states, as every DFA under the default `Limits.max_dfa_states` and all but the
+    largest lexers have, 32 past them. A table is 256 entries a state, and building a lexeme's
+    automaton is mostly moving tables (`concat_dfas` joins a median MaskBench member's lexeme from
+    a hundred rows): half the bytes took 7% off the median MaskBench schema's compile."""
+    return np.uint16 if n_states <= narrow else np.int32
 
 
 _serials = count()

@@ -27,7 +27,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from grammask.automata.dfa import START, ByteDFA
+from grammask.automata.dfa import NARROW_STATES, START, ByteDFA, state_type
 from grammask.engine import kernels
 from grammask.errors import GrammarError
 from grammask.limits import Limits
@@ -42,9 +42,12 @@ _SPARSE_PAIRS = 96
 #: Lexer states whose table rows are reserved when the lexer is made (512 bytes each, of address
 #: space: the memory is used only as rows are filled); a larger `Limits.max_lexer_states` grows beyond.
 _RESERVED_STATES = 1 << 16
-#: States that 16-bit rows can number. A lexer that needs more switches to 32-bit rows then: the
-#: new table is reserved up to the limit (or `_WIDE_STATES`) at once, and filled as it approaches.
-_NARROW_STATES = 1 << 16
+#: States that 16-bit rows can number (`state_type`; the tests lower it). A lexer that needs more
+#: switches to 32-bit rows then: the new table is reserved up to the limit (or `_WIDE_STATES`) at
+#: once, and filled as it approaches. Half the bytes of 32-bit rows: a lexeme's block is laid into
+#: half the pages (laying blocks was about 5% of MaskBench step time, most of it the first writes
+#: into fresh pages), and a trie walk reads rows from half the cache lines.
+_NARROW_STATES = NARROW_STATES
 _WIDE_STATES = 1 << 18
 #: Rows copied at a time into the 32-bit table while a lexer approaches `_NARROW_STATES` (256 KiB).
 _COPY_ROWS = 256
@@ -108,14 +111,6 @@ class _Memory:
 _PRIVATE = {"flags": mmap.MAP_PRIVATE} if hasattr(mmap, "MAP_PRIVATE") else {}
 
 
-def _state_type(rows: int) -> type[np.unsignedinteger] | type[np.signedinteger]:
-    """The type of the entries of a lexer table of `rows` rows (state ids below `rows`): 16 bits
-    where they fit, as for all but the largest grammars. Half the bytes of 32-bit rows: a lexeme's
-    block is laid into half the pages (laying blocks was about 5% of MaskBench step time, most of
-    it the first writes into fresh pages), and a trie walk reads rows from half the cache lines."""
-    return np.uint16 if rows <= _NARROW_STATES else np.int32
-
-
 def _zero_rows(n: int, dtype: type[np.unsignedinteger] | type[np.signedinteger]) -> tuple[np.ndarray, _Memory]:
     """An `(n, 256)` table of `dtype` whose rows are zero until written, in pages of its own, without
     the huge-page advice numpy gives large arrays: rows are written a lexeme's block at a time,
@@ -159,7 +154,7 @@ class Lexer:
         # megabytes would stall the step that crossed a power of two. The per-state arrays below
         # are small, and grow (`_grow`).
         reserved = min(self._limit, _RESERVED_STATES)
-        self.table, self._memory = _zero_rows(reserved, _state_type(reserved))
+        self.table, self._memory = _zero_rows(reserved, state_type(reserved, _NARROW_STATES))
         #: the 32-bit table that takes over from a 16-bit one, and how many of its rows are copied
         #: so far (`_copy_ahead`): rows below that are written into both
         self._wide: tuple[np.ndarray, _Memory] | None = None
@@ -394,7 +389,7 @@ class Lexer:
         capacity = 2 * len(self.expanded)
         if len(self.expanded) < len(self.table):
             capacity = min(capacity, len(self.table))
-        elif _state_type(capacity) == self.table.dtype:
+        elif state_type(capacity, _NARROW_STATES) == self.table.dtype:
             table, memory = _zero_rows(capacity, self.table.dtype.type)
             table[: len(self.table)] = self.table
             memory.rows = max(memory.rows, len(self.table))  # the copy wrote every row it had
@@ -423,7 +418,7 @@ class Lexer:
         over the last 16,384 states, it is a quarter of a millisecond per `_COPY_ROWS`."""
         rows = len(self.table)
         start = rows - rows // 4
-        if self._n < start or rows >= self._limit or _state_type(2 * rows) == self.table.dtype:
+        if self._n < start or rows >= self._limit or state_type(2 * rows, _NARROW_STATES) == self.table.dtype:
             return
         due = min(rows, (self._n - start) * rows // (rows - start))
         if due < min(self._copied + _COPY_ROWS, rows):
